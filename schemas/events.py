@@ -1,0 +1,83 @@
+"""Kafka event shapes (DESIGN §4). Frozen: a message never changes once parsed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schemas.enums import Evolution, Level, Ownership, Role
+
+UINT64_MAX = 2**64 - 1
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Message(Frozen):
+    role: Role
+    content: str = Field(min_length=1)
+    msg_id: str | None = None
+    ts: datetime | None = None
+
+
+class Strategy(Frozen):
+    focus: str | None = None
+    evolution: Evolution = Evolution.DECIDE
+    tags: dict[str, Any] = Field(default_factory=dict)
+    entity_types: list[str] = Field(default_factory=list)
+
+
+class ConversationEvent(Frozen):
+    """Value of `memory.conversations`; the API's `add` produces exactly this."""
+
+    task_id: str | None = None
+    user_id: int = Field(ge=0, le=UINT64_MAX)
+    app_id: str | None = Field(default=None, min_length=1, max_length=128)
+    session_id: str | None = Field(default=None, max_length=128)
+    ownership: Ownership = Ownership.USER
+    level: Level | None = None
+    messages: list[Message] = Field(min_length=1)
+    strategy: Strategy | None = None
+    ts: datetime | None = None
+
+    @model_validator(mode="after")
+    def _default_level(self) -> ConversationEvent:
+        # GLOBAL when no app_id, APP otherwise (DESIGN §4).
+        if self.level is None:
+            object.__setattr__(self, "level", Level.APP if self.app_id else Level.GLOBAL)
+        if self.level is Level.APP and not self.app_id:
+            raise ValueError("level APP needs an app_id")
+        if self.level is Level.SESSION and not self.session_id:
+            raise ValueError("level SESSION needs a session_id")
+        return self
+
+
+class RecallHits(Frozen):
+    """Value of `memory.recall_hits`."""
+
+    user_id: int = Field(ge=0, le=UINT64_MAX)
+    memory_ids: list[str]
+    at: datetime
+
+
+class ChangeEvent(Frozen):
+    """Value of `memory.changes`: one per applied mutation."""
+
+    op: str
+    memory_id: str
+    user_id: int
+    scope: dict[str, Any]
+    at: datetime
+    change_id: str | None = None
+    task_id: str | None = None
+
+
+TOPIC_CONVERSATIONS = "memory.conversations"
+TOPIC_COMMANDS = "memory.commands"
+TOPIC_RECALL_HITS = "memory.recall_hits"
+TOPIC_CHANGES = "memory.changes"
+TOPIC_DLQ = "memory.dlq"
+ALL_TOPICS = (TOPIC_CONVERSATIONS, TOPIC_COMMANDS, TOPIC_RECALL_HITS, TOPIC_CHANGES, TOPIC_DLQ)

@@ -1,0 +1,124 @@
+"""Storage layout: ClickHouse DDL (DESIGN §5) and the Milvus collection description.
+
+Bump ``SCHEMA_VERSION`` with any change below; sinks record the version they applied
+in ``schema_migrations`` and refuse to run against a newer store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+MEMORY_COLUMNS: tuple[str, ...] = (
+    "memory_id", "user_id", "app_id", "session_id", "level", "ownership", "mem_type",
+    "content", "content_hash", "weight", "weight_at", "status", "is_important",
+    "recall_count", "created_at", "updated_at", "last_recalled_at", "expire_at",
+    "archived_at", "deleted_at", "valid_at", "invalid_at", "superseded_by",
+    "source_session_id", "source_msg_id", "custom_tags", "vector_ref", "version",
+)  # fmt: skip
+
+CHANGELOG_COLUMNS: tuple[str, ...] = (
+    "change_id", "memory_id", "user_id", "app_id", "level", "op_type", "content_before",
+    "content_after", "reason", "op_source", "op_time", "task_id", "sanitized",
+)  # fmt: skip
+
+
+def clickhouse_ddl(db: str) -> list[str]:
+    """Statements that create the database and its tables; each is idempotent."""
+    ts = "DateTime64(3, 'UTC')"
+    return [
+        f"CREATE DATABASE IF NOT EXISTS {db}",
+        f"""CREATE TABLE IF NOT EXISTS {db}.memories (
+            memory_id String,
+            user_id UInt64,
+            app_id Nullable(String),
+            session_id Nullable(String),
+            level LowCardinality(String),
+            ownership LowCardinality(String),
+            mem_type LowCardinality(String),
+            content String,
+            content_hash String,
+            weight Float64,
+            weight_at {ts},
+            status LowCardinality(String),
+            is_important UInt8,
+            recall_count UInt32,
+            created_at {ts},
+            updated_at {ts},
+            last_recalled_at Nullable({ts}),
+            expire_at Nullable({ts}),
+            archived_at Nullable({ts}),
+            deleted_at Nullable({ts}),
+            valid_at {ts},
+            invalid_at Nullable({ts}),
+            superseded_by Nullable(String),
+            source_session_id Nullable(String),
+            source_msg_id Nullable(String),
+            custom_tags String,
+            vector_ref String,
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (user_id, memory_id)""",
+        f"""CREATE TABLE IF NOT EXISTS {db}.memory_changelog (
+            change_id String,
+            memory_id String,
+            user_id UInt64,
+            app_id Nullable(String),
+            level LowCardinality(String),
+            op_type LowCardinality(String),
+            content_before String,
+            content_after String,
+            reason String,
+            op_source LowCardinality(String),
+            op_time {ts},
+            task_id String,
+            sanitized UInt8
+        ) ENGINE = ReplacingMergeTree
+        PARTITION BY toYYYYMM(op_time)
+        ORDER BY (user_id, op_time, change_id)""",
+        f"""CREATE TABLE IF NOT EXISTS {db}.memory_settings (
+            user_id UInt64,
+            app_id String,
+            enabled UInt8,
+            updated_at {ts},
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (user_id, app_id)""",
+        f"""CREATE TABLE IF NOT EXISTS {db}.schema_migrations (
+            version UInt32,
+            applied_at {ts}
+        ) ENGINE = ReplacingMergeTree
+        ORDER BY version""",
+    ]
+
+
+@dataclass(frozen=True)
+class MilvusField:
+    name: str
+    kind: str  # VARCHAR | INT64 | BOOL | JSON | FLOAT_VECTOR
+    max_length: int = 0
+    primary: bool = False
+    partition_key: bool = False
+
+
+def milvus_fields(dim: int) -> list[MilvusField]:
+    """Fields of the `memories` collection: active and archived vectors, `status` filters."""
+    return [
+        MilvusField("memory_id", "VARCHAR", 64, primary=True),
+        MilvusField("user_id", "VARCHAR", 24, partition_key=True),
+        MilvusField("vector", "FLOAT_VECTOR", dim),
+        MilvusField("app_id", "VARCHAR", 128),
+        MilvusField("session_id", "VARCHAR", 128),
+        MilvusField("level", "VARCHAR", 16),
+        MilvusField("ownership", "VARCHAR", 16),
+        MilvusField("mem_type", "VARCHAR", 16),
+        MilvusField("status", "VARCHAR", 16),
+        MilvusField("is_important", "BOOL"),
+        MilvusField("tags", "JSON"),
+        MilvusField("valid_at", "INT64"),
+        MilvusField("invalid_at", "INT64"),
+    ]
+
+
+MILVUS_SCALAR_INDEXES = ("status", "app_id", "level")
