@@ -48,7 +48,7 @@ def setup_logging(level: str = "INFO", as_json: bool = True) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("httpx", "urllib3", "kafka", "pymilvus", "milvus_lite"):
+    for noisy in ("httpx", "urllib3", "kafka", "pymilvus", "milvus_lite", "faiss"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 
 

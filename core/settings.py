@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     clickhouse_database: str = Field("memstream", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     clickhouse_user: str = "default"
     clickhouse_password: SecretStr = SecretStr("")
-    milvus_uri: str = ""  # "" = <data_dir>/milvus (Milvus Lite, embedded)
+    milvus_uri: str = ""  # "" = <data_dir>/milvus/memstream.db (Milvus Lite, embedded)
     milvus_token: SecretStr = SecretStr("")
     milvus_collection: str = Field("memories", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -244,7 +244,7 @@ class Settings(BaseSettings):
 
     @property
     def milvus_target(self) -> str:
-        return self.milvus_uri or str(self.data_path / "milvus")
+        return self.milvus_uri or str(self.data_path / "milvus" / "memstream.db")
 
     def for_app(self, app_id: str | None) -> Settings:
         """The settings one app sees: the global ones with that app's overrides applied."""
@@ -259,7 +259,7 @@ class Settings(BaseSettings):
             if isinstance(value, SecretStr):
                 value = "***" if value.get_secret_value() else ""
             elif name == "api_keys":
-                value = {"***": v for v in value.values()} if value else {}
+                value = {f"key{i}:***": v for i, v in enumerate(value.values())}
             elif isinstance(value, Path):
                 value = str(value)
             out[name] = value

@@ -1,0 +1,155 @@
+"""The `memstream` command line.
+
+Sub-commands: up, down, status, config show, node (foreground), sql, extract, bench.
+Each prints what it did in plain words and exits non-zero with a reason on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from core.settings import Settings, SettingsError, get_settings
+from ops import stack
+from ops.procs import StackError, port_open
+
+
+def _readyz(s: Settings, timeout: float = 3.0) -> tuple[int, dict]:
+    url = f"http://{s.api_host}:{s.api_port}/readyz"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+    except (OSError, ValueError):
+        return 0, {}
+
+
+def cmd_up(s: Settings, args: argparse.Namespace) -> int:
+    data_dir = s.data_path
+    before = stack.running(data_dir)
+    if all(before.values()):
+        code, _ = _readyz(s)
+        state = "ready" if code == 200 else f"not ready yet (readyz {code or 'no answer'})"
+        print(
+            f"memstream is already running ({state}); nothing changed. "
+            f"API http://{s.api_host}:{s.api_port}"
+        )
+        return 0
+    started = time.monotonic()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if not before["node"] and port_open(s.api_host, s.api_port):
+        raise StackError(
+            f"node: port {s.api_host}:{s.api_port} is already in use by another process"
+        )
+    if not before["redis"]:
+        print("starting redis ...", flush=True)
+        stack.start_redis(data_dir, s.redis_url)
+    if not before["kafka"]:
+        print("starting kafka ...", flush=True)
+        stack.start_kafka(data_dir, s.kafka_bootstrap, s.kafka_partitions)
+    if not before["node"]:
+        print("starting node ...", flush=True)
+        stack.start_node(data_dir)
+    node = stack.proc(data_dir, "node")
+    stack.wait_until(lambda: _readyz(s, 2)[0] == 200, args.timeout, "node /readyz", node, 0.5)
+    print(
+        f"memstream is up in {time.monotonic() - started:.1f}s: "
+        f"API http://{s.api_host}:{s.api_port} (docs at /docs), data in {data_dir}.\n"
+        "Stop it with `make down` (or `memstream down`)."
+    )
+    return 0
+
+
+def cmd_down(s: Settings, args: argparse.Namespace) -> int:
+    stopped = stack.stop(s.data_path)
+    print(f"stopped: {', '.join(stopped)}" if stopped else "memstream was not running")
+    return 0
+
+
+def cmd_status(s: Settings, args: argparse.Namespace) -> int:
+    pids = stack.running(s.data_path)
+    for name, pid in pids.items():
+        print(f"{name:6} {'running, pid ' + str(pid) if pid else 'stopped'}")
+    code, body = _readyz(s)
+    if code:
+        print(f"readyz {code}: {json.dumps(body.get('checks', {}))}")
+    else:
+        print("readyz: no answer")
+    return 0 if code == 200 else 1
+
+
+def cmd_config_show(s: Settings, args: argparse.Namespace) -> int:
+    print(json.dumps(s.masked(), indent=2, ensure_ascii=False, default=str))
+    return 0
+
+
+def cmd_node(s: Settings, args: argparse.Namespace) -> int:
+    from ops.node import main as node_main
+
+    return node_main()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="memstream", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start Kafka, Redis and the node; wait for /readyz")
+    up.add_argument("--timeout", type=float, default=300.0)
+    up.set_defaults(func=cmd_up)
+    sub.add_parser("down", help="stop what `up` started").set_defaults(func=cmd_down)
+    sub.add_parser("status", help="which processes run; readiness").set_defaults(func=cmd_status)
+    cfg = sub.add_parser("config", help="configuration")
+    cfg_sub = cfg.add_subparsers(dest="config_command", required=True)
+    cfg_sub.add_parser(
+        "show", help="print the effective configuration (secrets masked)"
+    ).set_defaults(func=cmd_config_show)
+    sub.add_parser("node", help="run the node in the foreground").set_defaults(func=cmd_node)
+    _add_optional_commands(sub)
+    return p
+
+
+def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
+    """Commands whose modules live beside this one; each registers its own parser."""
+    import importlib
+
+    for module in (
+        "ops.extract_cmd",
+        "ops.sql_cmd",
+        "ops.bench_cmd",
+        "ops.lifecycle_cmd",
+        "ops.transfer_cmd",
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                continue
+            raise
+        mod.add_parser(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = get_settings()
+    except SettingsError as exc:
+        print(f"memstream: {exc}", file=sys.stderr)
+        return 2
+    func = args.func
+    try:
+        if getattr(func, "__module__", "") == __name__:
+            return func(settings, args)
+        return func(args)
+    except StackError as exc:
+        print(f"memstream: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""The node process: the API and both dataflows in one process (DESIGN §1).
+
+One process because chDB and Milvus Lite each lock their data dir. Started by
+``memstream up`` as ``python -m ops.node DATA_DIR``; runs until SIGTERM. If Kafka is
+not reachable yet, the API still starts (``/readyz`` answers 503) and topic creation
+is retried in the background.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+
+import uvicorn
+
+from core.logs import setup_logging
+from core.settings import Settings, SettingsError, get_settings
+from recall_api.app import create_app
+from sinks.errors import StoreUnavailable
+from sinks.stores import Stores
+
+log = logging.getLogger("memstream.node")
+
+
+def _ensure_topics_forever(stores: Stores, stop: threading.Event) -> None:
+    delay = 0.5
+    while not stop.is_set():
+        try:
+            stores.kafka.ensure_topics(timeout=10)
+            return
+        except StoreUnavailable as exc:
+            log.warning("kafka not ready; retrying", extra={"fields": {"error": str(exc)}})
+            stop.wait(delay)
+            delay = min(delay * 2, 10)
+
+
+def serve(settings: Settings) -> None:
+    stores = Stores.from_settings(settings)
+    stores.setup()
+    stop = threading.Event()
+    topics = threading.Thread(
+        target=_ensure_topics_forever, args=(stores, stop), name="ensure-topics", daemon=True
+    )
+    topics.start()
+    app = create_app(settings, stores)
+    config = uvicorn.Config(
+        app,
+        host=settings.api_host,
+        port=settings.api_port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    started = time.monotonic()
+    log.info(
+        "node starting",
+        extra={
+            "fields": {
+                "api": f"http://{settings.api_host}:{settings.api_port}",
+                "data_dir": str(settings.data_path),
+            }
+        },
+    )
+    try:
+        server.run()
+    finally:
+        stop.set()
+        stores.close()
+        log.info("node stopped", extra={"fields": {"uptime_s": round(time.monotonic() - started)}})
+
+
+def main() -> int:
+    try:
+        settings = get_settings()
+    except SettingsError as exc:
+        print(f"memstream node: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(settings.log_level, settings.log_json)
+    serve(settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

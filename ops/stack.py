@@ -1,0 +1,247 @@
+"""The local stack: Kafka (KRaft) and Redis servers plus the node, under the data dir.
+
+Used by ``memstream up/down/status`` and by the test session (on free ports, in a
+temporary data dir), so the tests exercise the very code that users run.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ops.procs import Proc, StackError, port_open, wait_until
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KAFKA_LIB = REPO_ROOT / "ops" / "kafka" / "lib"
+KAFKA_HEAP = os.environ.get("MEMSTREAM_KAFKA_HEAP", "-Xms256m -Xmx768m")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+
+
+def kafka_endpoint(bootstrap: str) -> Endpoint:
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    return Endpoint(host, int(port))
+
+
+def redis_endpoint(url: str) -> Endpoint:
+    parsed = urlparse(url)
+    return Endpoint(parsed.hostname or "127.0.0.1", parsed.port or 6379)
+
+
+def _procs(data_dir: Path) -> dict[str, Proc]:
+    run, logs = data_dir / "run", data_dir / "logs"
+    return {
+        "kafka": Proc("kafka", run, logs, marker=str(data_dir / "kafka" / "server.properties")),
+        "redis": Proc("redis", run, logs, marker=f"memstream-redis {data_dir}"),
+        "node": Proc("node", run, logs, marker=f"ops.node {data_dir}"),
+    }
+
+
+# ---------------------------------------------------------------- Kafka
+def _kafka_properties(data_dir: Path, ep: Endpoint, controller_port: int, partitions: int) -> str:
+    return "\n".join(
+        [
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.bootstrap.servers={ep.host}:{controller_port}",
+            f"listeners=PLAINTEXT://{ep.host}:{ep.port},CONTROLLER://{ep.host}:{controller_port}",
+            f"advertised.listeners=PLAINTEXT://{ep.host}:{ep.port}",
+            "controller.listener.names=CONTROLLER",
+            "inter.broker.listener.name=PLAINTEXT",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"log.dirs={data_dir / 'kafka' / 'data'}",
+            f"num.partitions={partitions}",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=8",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "log.retention.check.interval.ms=60000",
+            "message.max.bytes=4194304",
+            "",
+        ]
+    )
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if not java:
+        raise StackError("kafka: java not found (install a JDK 17+)")
+    return java
+
+
+def start_kafka(
+    data_dir: Path,
+    bootstrap: str,
+    partitions: int = 8,
+    controller_port: int | None = None,
+    timeout: float = 90,
+) -> int:
+    """Start the broker (formatting its storage the first time); return its pid."""
+    proc = _procs(data_dir)["kafka"]
+    if (pid := proc.pid()) is not None:
+        return pid
+    if not KAFKA_LIB.is_dir() or not any(KAFKA_LIB.glob("kafka_2.13-*.jar")):
+        raise StackError(
+            f"kafka: jars missing in {KAFKA_LIB}; run `make deps` "
+            "(mvn -q dependency:copy-dependencies in ops/kafka)"
+        )
+    ep = kafka_endpoint(bootstrap)
+    if port_open(ep.host, ep.port):
+        raise StackError(f"kafka: port {ep.host}:{ep.port} is already in use by another process")
+    kdir = data_dir / "kafka"
+    kdir.mkdir(parents=True, exist_ok=True)
+    cport = controller_port or _stored_controller_port(kdir) or ep.port + 1
+    props = kdir / "server.properties"
+    props.write_text(_kafka_properties(data_dir, ep, cport, partitions))
+    (kdir / "controller.port").write_text(str(cport))
+    classpath = f"{KAFKA_LIB}/*"
+    if not (kdir / "data" / "meta.properties").exists():
+        cluster_id = _cluster_id()
+        fmt = subprocess.run(
+            [
+                _java(),
+                "-cp",
+                classpath,
+                "kafka.tools.StorageTool",
+                "format",
+                "--standalone",
+                "-t",
+                cluster_id,
+                "-c",
+                str(props),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if fmt.returncode != 0:
+            raise StackError(f"kafka: storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
+    env = {**os.environ, "KAFKA_HEAP_OPTS": KAFKA_HEAP}
+    argv = [
+        _java(),
+        *KAFKA_HEAP.split(),
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dkafka.logs.dir={data_dir / 'logs'}",
+        "-cp",
+        classpath,
+        "kafka.Kafka",
+        str(props),
+    ]
+    pid = proc.start(argv, env=env)
+    wait_until(lambda: _kafka_answers(bootstrap), timeout, "kafka", proc)
+    return pid
+
+
+def _cluster_id() -> str:
+    """A Kafka cluster id (base64url uuid) that argparse cannot mistake for an option."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+def _stored_controller_port(kdir: Path) -> int | None:
+    try:
+        return int((kdir / "controller.port").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _kafka_answers(bootstrap: str) -> bool:
+    ep = kafka_endpoint(bootstrap)
+    if not port_open(ep.host, ep.port):
+        return False
+    from confluent_kafka.admin import AdminClient  # heavy import, only when needed
+
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=2)
+        return bool(md.brokers)
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------- Redis
+def redis_binary() -> str:
+    found = shutil.which("redis-server") or (
+        "/usr/bin/redis-server" if Path("/usr/bin/redis-server").exists() else None
+    )
+    if not found:
+        raise StackError(
+            "redis: redis-server not found; run `make deps` (apt-get install redis-server)"
+        )
+    return found
+
+
+def start_redis(data_dir: Path, url: str, timeout: float = 20) -> int:
+    proc = _procs(data_dir)["redis"]
+    if (pid := proc.pid()) is not None:
+        return pid
+    ep = redis_endpoint(url)
+    if port_open(ep.host, ep.port):
+        raise StackError(f"redis: port {ep.host}:{ep.port} is already in use by another process")
+    rdir = data_dir / "redis"
+    rdir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        redis_binary(),
+        "--bind",
+        ep.host,
+        "--port",
+        str(ep.port),
+        "--dir",
+        str(rdir),
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "yes",
+        "--appendonly",
+        "yes",
+        "--save",
+        "60 1",
+        "--logfile",
+        "",
+        "--proc-title-template",
+        f"{{title}} memstream-redis {data_dir}",
+    ]
+    pid = proc.start(argv)
+    wait_until(lambda: port_open(ep.host, ep.port), timeout, "redis", proc)
+    return pid
+
+
+# ---------------------------------------------------------------- node
+def start_node(data_dir: Path, env: dict[str, str] | None = None) -> int:
+    proc = _procs(data_dir)["node"]
+    if (pid := proc.pid()) is not None:
+        return pid
+    full_env = {**os.environ, **(env or {}), "MEMSTREAM_DATA_DIR": str(data_dir)}
+    return proc.start(
+        [sys.executable, "-m", "ops.node", str(data_dir)], env=full_env, cwd=REPO_ROOT
+    )
+
+
+def running(data_dir: Path) -> dict[str, int | None]:
+    return {name: p.pid() for name, p in _procs(data_dir).items()}
+
+
+def stop(data_dir: Path, names: tuple[str, ...] = ("node", "kafka", "redis")) -> list[str]:
+    """Stop in dependency order (node first); return the names that were stopped."""
+    procs = _procs(data_dir)
+    return [name for name in names if procs[name].stop()]
+
+
+def proc(data_dir: Path, name: str) -> Proc:
+    return _procs(data_dir)[name]

@@ -1,0 +1,41 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import FastAPI, Request
+
+from core.logs import new_trace_id, trace_id_var
+from core.settings import Settings
+from recall_api import health
+from recall_api.errors import install_error_handlers
+from recall_api.metrics import LATENCY, REQUESTS
+from sinks.stores import Stores
+
+
+def create_app(settings: Settings, stores: Stores) -> FastAPI:
+    """Build the app around already-opened stores (the node or a test owns their lifetime)."""
+    app = FastAPI(title="memstream", version="0.1.0", docs_url="/docs")
+    app.state.settings = settings
+    app.state.stores = stores
+    install_error_handlers(app)
+
+    @app.middleware("http")
+    async def _trace(request: Request, call_next):  # type: ignore[no-untyped-def]
+        trace_id = request.headers.get("x-trace-id") or new_trace_id()
+        token = trace_id_var.set(trace_id)
+        started = time.perf_counter()
+        try:
+            response = await call_next(request)
+        finally:
+            trace_id_var.reset(token)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        LATENCY.labels(path).observe(time.perf_counter() - started)
+        REQUESTS.labels(path, str(response.status_code)).inc()
+        response.headers["x-trace-id"] = trace_id
+        return response
+
+    app.include_router(health.router)
+    return app

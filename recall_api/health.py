@@ -1,0 +1,42 @@
+"""Liveness, readiness and metrics endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from recall_api.metrics import READY
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict:
+    """The process is alive; says nothing about dependencies."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    """200 only when Kafka, Redis, ClickHouse and Milvus all answer."""
+    stores = request.app.state.stores
+    started = time.perf_counter()
+    checks = await asyncio.to_thread(stores.check)
+    for name, ok in checks.items():
+        READY.labels(name).set(1 if ok else 0)
+    ok = all(checks.values())
+    body = {
+        "status": "ready" if ok else "unavailable",
+        "checks": checks,
+        "took_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+    return JSONResponse(body, status_code=200 if ok else 503)
+
+
+@router.get("/metrics")
+async def metrics() -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

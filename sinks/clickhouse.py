@@ -1,0 +1,124 @@
+"""ClickHouse: memory metadata, the immutable change log and switches (DESIGN §5).
+
+Embedded (``chdb:///abs/dir``) goes through clickhouse-connect's chDB interface; a
+server (``http://host:8123``) through its HTTP interface — the same calls either way.
+chDB allows one data directory per process, so embedded clients are shared per path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import clickhouse_connect
+
+from schemas.storage import SCHEMA_VERSION, clickhouse_ddl
+from sinks.errors import SchemaMismatch, StoreUnavailable
+
+_EMBEDDED: dict[str, Any] = {}
+_EMBEDDED_LOCK = threading.Lock()
+
+
+def _connect(url: str, user: str, password: str) -> Any:
+    parsed = urlparse(url)
+    if parsed.scheme == "chdb":
+        path = str(Path(parsed.path).resolve())
+        with _EMBEDDED_LOCK:
+            if path not in _EMBEDDED:
+                Path(path).mkdir(parents=True, exist_ok=True)
+                _EMBEDDED[path] = clickhouse_connect.get_client(interface="chdb", path=path)
+            return _EMBEDDED[path]
+    return clickhouse_connect.get_client(
+        host=parsed.hostname or "127.0.0.1",
+        port=parsed.port or (8443 if parsed.scheme == "https" else 8123),
+        username=user,
+        password=password,
+        secure=parsed.scheme == "https",
+        connect_timeout=3,
+        send_receive_timeout=30,
+    )
+
+
+class ClickHouseStore:
+    """Thin, thread-safe wrapper: DDL at setup, columnar batch inserts, parameterized reads."""
+
+    def __init__(self, url: str, database: str, user: str = "default", password: str = ""):
+        self.url = url
+        self.database = database
+        self._user = user
+        self._password = password
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def embedded(self) -> bool:
+        return self.url.startswith("chdb://")
+
+    def setup(self) -> None:
+        """Connect, create database and tables if absent, record the schema version."""
+        try:
+            self._client = _connect(self.url, self._user, self._password)
+        except Exception as exc:  # driver raises many kinds on connect
+            raise StoreUnavailable(f"clickhouse: cannot connect to {self.url}: {exc}") from exc
+        for stmt in clickhouse_ddl(self.database):
+            self.command(stmt)
+        found = self.query(f"SELECT max(version) FROM {self.database}.schema_migrations")
+        current = int(found[0][0] or 0) if found else 0
+        if current > SCHEMA_VERSION:
+            raise SchemaMismatch(
+                f"clickhouse schema version {current} is newer than this code ({SCHEMA_VERSION})"
+            )
+        if current < SCHEMA_VERSION:
+            self.insert(
+                "schema_migrations",
+                [[SCHEMA_VERSION, datetime.now(UTC)]],
+                ["version", "applied_at"],
+            )
+
+    def schema_version(self) -> int:
+        rows = self.query(f"SELECT max(version) FROM {self.database}.schema_migrations")
+        return int(rows[0][0] or 0)
+
+    def ping(self) -> bool:
+        try:
+            return self.query("SELECT 1")[0][0] == 1
+        except Exception:
+            return False
+
+    def _require(self) -> Any:
+        if self._client is None:
+            raise StoreUnavailable("clickhouse: setup() was not called")
+        return self._client
+
+    def command(self, sql: str, parameters: dict[str, Any] | None = None) -> Any:
+        client = self._require()
+        with self._lock:
+            return client.command(sql, parameters=parameters)
+
+    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple]:
+        client = self._require()
+        with self._lock:
+            return list(client.query(sql, parameters=parameters).result_rows)
+
+    def query_dicts(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict]:
+        client = self._require()
+        with self._lock:
+            result = client.query(sql, parameters=parameters)
+        return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
+
+    def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
+        """One round trip for the whole batch (columnar insert, never literal VALUES)."""
+        if not rows:
+            return
+        client = self._require()
+        with self._lock:
+            client.insert(table, list(rows), column_names=list(columns), database=self.database)
+
+    def close(self) -> None:
+        if self._client is not None and not self.embedded:
+            self._client.close()
+        self._client = None

@@ -1,0 +1,142 @@
+"""Milvus: the vectors of active and archived memories (DESIGN §5).
+
+Embedded Milvus Lite takes a local file path ending in ``.db`` (a directory with a LOCK,
+one process); a server takes ``http://host:19530``. After a reopen the collection is
+released, so ``setup()`` always loads it. user_id is the partition key, stored as its
+decimal string because Milvus has no unsigned 64-bit integer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from pymilvus import DataType, MilvusClient
+
+from schemas.storage import MILVUS_SCALAR_INDEXES, milvus_fields
+from sinks.errors import StoreUnavailable
+
+# Milvus Lite's in-process gRPC server logs the optional calls it lacks as errors.
+logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
+
+_EMBEDDED: dict[str, MilvusClient] = {}
+_EMBEDDED_LOCK = threading.Lock()
+
+
+def _connect(uri: str, token: str) -> MilvusClient:
+    if uri.startswith(("http://", "https://", "tcp://", "unix:")):
+        return MilvusClient(uri=uri, token=token or "", timeout=5)
+    path = str(Path(uri).resolve())
+    with _EMBEDDED_LOCK:
+        if path not in _EMBEDDED:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _EMBEDDED[path] = MilvusClient(path)
+        return _EMBEDDED[path]
+
+
+class MilvusStore:
+    """Collection setup, batch upsert/delete, filtered search and query."""
+
+    def __init__(self, uri: str, collection: str, dim: int, token: str = ""):
+        self.uri = uri
+        self.collection = collection
+        self.dim = dim
+        self._token = token
+        self._client: MilvusClient | None = None
+
+    @property
+    def embedded(self) -> bool:
+        return not self.uri.startswith(("http://", "https://", "tcp://", "unix:"))
+
+    @property
+    def client(self) -> MilvusClient:
+        if self._client is None:
+            raise StoreUnavailable("milvus: setup() was not called")
+        return self._client
+
+    def setup(self) -> None:
+        try:
+            self._client = _connect(self.uri, self._token)
+            if not self._client.has_collection(self.collection):
+                self._create()
+            self._client.load_collection(self.collection)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(f"milvus: cannot open {self.uri}: {exc}") from exc
+
+    def _create(self) -> None:
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+        for f in milvus_fields(self.dim):
+            kwargs: dict[str, Any] = {}
+            if f.kind == "VARCHAR":
+                kwargs["max_length"] = f.max_length
+            if f.kind == "FLOAT_VECTOR":
+                kwargs["dim"] = f.max_length
+            if f.primary:
+                kwargs["is_primary"] = True
+            if f.partition_key:
+                kwargs["is_partition_key"] = True
+            schema.add_field(f.name, getattr(DataType, f.kind), **kwargs)
+        index = self.client.prepare_index_params()
+        index.add_index(
+            field_name="vector",
+            index_type="HNSW",
+            metric_type="COSINE",
+            params={"M": 16, "efConstruction": 200},
+        )
+        for name in MILVUS_SCALAR_INDEXES:
+            index.add_index(field_name=name, index_type="INVERTED")
+        self.client.create_collection(self.collection, schema=schema, index_params=index)
+
+    def ping(self) -> bool:
+        try:
+            return self.collection in self.client.list_collections(timeout=2)
+        except Exception:
+            return False
+
+    def upsert(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self.client.upsert(self.collection, rows)
+
+    def delete(self, ids: list[str]) -> None:
+        if ids:
+            self.client.delete(self.collection, ids=ids)
+
+    def search(
+        self,
+        vectors: list[list[float]],
+        expr: str,
+        limit: int,
+        output_fields: list[str] | None = None,
+        timeout: float | None = None,
+    ) -> list[list[dict[str, Any]]]:
+        return self.client.search(
+            self.collection,
+            data=vectors,
+            filter=expr,
+            limit=limit,
+            output_fields=output_fields or [],
+            search_params={"metric_type": "COSINE", "params": {"ef": max(64, limit)}},
+            timeout=timeout,
+        )
+
+    def query(
+        self, expr: str, output_fields: list[str] | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {"filter": expr, "output_fields": output_fields or ["memory_id"]}
+        if limit is not None:
+            kwargs["limit"] = limit
+        return self.client.query(self.collection, **kwargs)
+
+    def get(self, ids: list[str], output_fields: list[str] | None = None) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        return self.client.get(self.collection, ids=ids, output_fields=output_fields)
+
+    def close(self) -> None:
+        if self._client is not None and not self.embedded:
+            self._client.close()
+        self._client = None

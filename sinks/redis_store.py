@@ -1,0 +1,45 @@
+"""Redis: switches, counters, tombstones, task status, hot data (DESIGN §5).
+
+A cache, never the record: every key here can be rebuilt from ClickHouse. Short socket
+timeouts keep a dead Redis from stalling a request; callers treat
+:class:`StoreUnavailable` as "fall back to the durable store".
+"""
+
+from __future__ import annotations
+
+import redis
+
+from sinks.errors import StoreUnavailable
+
+
+class RedisStore:
+    def __init__(self, url: str, socket_timeout: float = 0.5):
+        self.url = url
+        self._timeout = socket_timeout
+        self._client: redis.Redis | None = None
+
+    def setup(self) -> None:
+        self._client = redis.Redis.from_url(
+            self.url,
+            socket_timeout=self._timeout,
+            socket_connect_timeout=self._timeout,
+            health_check_interval=30,
+            decode_responses=True,
+        )
+
+    @property
+    def client(self) -> redis.Redis:
+        if self._client is None:
+            raise StoreUnavailable("redis: setup() was not called")
+        return self._client
+
+    def ping(self) -> bool:
+        try:
+            return bool(self.client.ping())
+        except redis.RedisError:
+            return False
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._client = None

@@ -1,0 +1,108 @@
+"""`memstream up` / `down` / `up` on free ports: ready, idempotent, nothing left, data kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from ops.procs import free_port, port_open
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ops.cli", *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def stack_env(tmp_path: Path):
+    ports = {"api": free_port(), "kafka": free_port(), "redis": free_port()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
+    env.update(
+        {
+            "MEMSTREAM_DATA_DIR": str(tmp_path / "data"),
+            "MEMSTREAM_API_PORT": str(ports["api"]),
+            "MEMSTREAM_KAFKA_BOOTSTRAP": f"127.0.0.1:{ports['kafka']}",
+            "MEMSTREAM_REDIS_URL": f"redis://127.0.0.1:{ports['redis']}/0",
+            "MEMSTREAM_KAFKA_PARTITIONS": "2",
+        }
+    )
+    yield env, ports
+    _cli(env, "down")
+
+
+def _readyz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=3) as r:
+            return r.status
+    except OSError:
+        return 0
+
+
+def test_up_down_up_keeps_data_and_leaves_nothing(stack_env) -> None:
+    env, ports = stack_env
+    up = _cli(env, "up")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"127.0.0.1:{ports['api']}" in up.stdout
+    assert _readyz(ports["api"]) == 200
+
+    again = _cli(env, "up")
+    assert again.returncode == 0 and "already running" in again.stdout
+    status = _cli(env, "status")
+    assert status.returncode == 0 and "readyz 200" in status.stdout
+
+    bootstrap = env["MEMSTREAM_KAFKA_BOOTSTRAP"]
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce("memory.recall_hits", key=b"7", value=b'{"kept": true}')
+    assert producer.flush(10) == 0
+
+    down = _cli(env, "down")
+    assert down.returncode == 0 and "node" in down.stdout
+    time.sleep(0.5)
+    for port in (ports["api"], ports["kafka"], ports["redis"]):
+        assert not port_open("127.0.0.1", port), f"port {port} still listening"
+    pids = Path(env["MEMSTREAM_DATA_DIR"], "run")
+    assert not list(pids.glob("*.pid"))
+
+    up2 = _cli(env, "up")
+    assert up2.returncode == 0, up2.stdout + up2.stderr
+    assert _readyz(ports["api"]) == 200
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-check"})
+    consumer.assign([TopicPartition("memory.recall_hits", p, 0) for p in range(2)])
+    values = []
+    deadline = time.monotonic() + 15
+    while not values and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            values.append(json.loads(msg.value()))
+    consumer.close()
+    assert values == [{"kept": True}]
+
+
+def test_up_refuses_a_port_taken_by_someone_else(stack_env) -> None:
+    import socket
+
+    env, ports = stack_env
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", ports["redis"]))
+        s.listen()
+        result = _cli(env, "up", timeout=60)
+    assert result.returncode != 0
+    assert "already in use" in result.stderr
