@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     kafka_bootstrap: str = "127.0.0.1:9092"
     kafka_partitions: int = Field(8, ge=1, le=1024)
     kafka_replication: int = Field(1, ge=1, le=16)
+    # Prepended to every topic name of DESIGN §4 ("" = the names as written there); lets
+    # several memstream deployments share one Kafka cluster.
+    kafka_topic_prefix: str = Field("", pattern=r"^[A-Za-z0-9._-]*$")
     conversations_retention_h: float = Field(24.0, gt=0)
     redis_url: str = "redis://127.0.0.1:6379/0"
     clickhouse_url: str = ""  # "" = chdb://<data_dir>/clickhouse
@@ -151,7 +154,7 @@ class Settings(BaseSettings):
     # --- dedup and evolution ---
     near_duplicate_similarity: float = Field(0.95, ge=0.9, le=1)
     evolution_top_k: int = Field(10, ge=1, le=50)
-    session_gap_s: float = Field(2.0, gt=0)
+    session_gap_s: float = Field(0.5, gt=0)
     session_max_turns: int = Field(20, ge=1)
     context_turns: int = Field(10, ge=0)
     max_message_bytes: int = Field(64 * 1024, ge=1)

@@ -1,0 +1,268 @@
+"""Recall isolation: a request's scope → one exact predicate, for Milvus and for memory.
+
+The same predicate renders a Milvus boolean expression (cold users, the archive) and
+evaluates ``matches(record)`` in Python (the hot cache), so the two paths can never
+disagree about what a caller may see. Rules:
+
+* never another user's memory; DELETED never;
+* ``include_global`` adds the user's GLOBAL memories; ``app_id`` adds that app's APP
+  memories; ``session_id`` adds the SESSION memories of that session *and* app (app
+  ``''`` when the request names none);
+* a switched-off app contributes nothing (GLOBAL memories are still recalled); the
+  user's master switch off → :class:`SwitchedOff`; ``cross_app`` → :class:`CrossAppClosed`;
+* status ACTIVE, plus ARCHIVED with ``include_archived``. Without ``as_of`` a memory
+  whose ``invalid_at`` is set is excluded. With ``as_of`` the memory must have been
+  valid then (``valid_at ≤ as_of < invalid_at``) and SUPERSEDED ones are eligible too;
+* ``custom_tags``: every listed tag must be present. ``"k"`` = key ``k`` exists;
+  ``"k:v"`` (split at the first ':') = ``tags[k]`` is the string ``v``, or the JSON
+  boolean when ``v`` is ``true``/``false``. Other value types never match ``k:v``.
+
+Milvus encoding (``schemas.storage.milvus_fields``): user_id VARCHAR decimal string;
+app_id and session_id VARCHAR, ``''`` for none; level/ownership/mem_type/status VARCHAR
+enum values; tags JSON object; valid_at and invalid_at INT64 epoch milliseconds with
+``invalid_at == 0`` meaning "still valid".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from core.timeutil import epoch_ms
+from schemas.enums import Level, MemType, Ownership, Status
+
+
+class ScopeError(Exception):
+    """Base of the scope errors; each maps to one API code (see ``code``)."""
+
+    code = 40001
+
+
+class InvalidScope(ScopeError):
+    """A filter value cannot be expressed safely (e.g. a control character in a tag)."""
+
+    code = 40001
+
+
+class SwitchedOff(ScopeError):
+    """The user's memory is switched off: recall returns nothing."""
+
+    code = 40301
+
+
+class CrossAppClosed(ScopeError):
+    """Cross-app recall is not open."""
+
+    code = 40302
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeRequest:
+    """What a recall asks to see; filter lists empty = no restriction."""
+
+    user_id: int
+    include_global: bool = True
+    app_id: str | None = None
+    session_id: str | None = None
+    cross_app: bool = False
+    ownership: frozenset[Ownership] = frozenset()
+    mem_type: frozenset[MemType] = frozenset()
+    custom_tags: tuple[str, ...] = ()
+    include_archived: bool = False
+    as_of: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Switches:
+    """The user's memory switches: the master switch and the apps switched off."""
+
+    global_enabled: bool = True
+    disabled_apps: frozenset[str] = frozenset()
+
+
+class ScopedRecord(Protocol):
+    """What :meth:`RecallPredicate.matches` reads from a cached memory (read-only, so
+    frozen dataclasses and ``schemas.memory.MemoryRecord`` both qualify)."""
+
+    # fmt: off
+    @property
+    def user_id(self) -> int: ...
+    @property
+    def app_id(self) -> str | None: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def level(self) -> str: ...  # Level is a str enum
+    @property
+    def ownership(self) -> str: ...
+    @property
+    def mem_type(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def custom_tags(self) -> Mapping[str, Any] | None: ...
+    @property
+    def valid_at(self) -> datetime: ...
+    @property
+    def invalid_at(self) -> datetime | None: ...
+    # fmt: on
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """One visible slice: a level, with the app/session it must belong to (None = any)."""
+
+    level: Level
+    app_id: str | None = None
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TagFilter:
+    key: str
+    value: str | None = None  # None = the key only has to exist
+
+    @classmethod
+    def parse(cls, tag: str) -> TagFilter:
+        key, sep, value = tag.partition(":")
+        for part in (key, value):
+            if any(ord(ch) < 32 or ch in "\\\x7f" for ch in part):
+                raise InvalidScope(f"custom tag {tag!r}: control characters or '\\' not allowed")
+        if not key:
+            raise InvalidScope(f"custom tag {tag!r}: empty key")
+        return cls(key, value if sep else None)
+
+    def matches(self, tags: Mapping[str, Any] | None) -> bool:
+        if not tags or self.key not in tags:
+            return False
+        if self.value is None:
+            return True
+        actual = tags[self.key]
+        if isinstance(actual, bool):
+            return self.value == ("true" if actual else "false")
+        return isinstance(actual, str) and actual == self.value
+
+    def expr(self) -> str:
+        ref = f"tags[{_q(self.key)}]"
+        if self.value is None:
+            return f"exists {ref}"
+        if self.value in ("true", "false"):
+            return f"({ref} == {_q(self.value)} or {ref} == {self.value})"
+        return f"{ref} == {_q(self.value)}"
+
+
+def _q(s: str) -> str:
+    """A double-quoted Milvus string literal (backslash and quote escaped)."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _in(field: str, values: Iterable[str]) -> str:
+    vals = sorted(values)
+    if len(vals) == 1:
+        return f"{field} == {_q(vals[0])}"
+    return f"{field} in [{', '.join(_q(v) for v in vals)}]"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallPredicate:
+    """The exact set of memories a recall may return; see the module doc for the rules."""
+
+    user_id: int
+    branches: tuple[Branch, ...]
+    statuses: frozenset[Status]
+    ownership: frozenset[Ownership] = frozenset()
+    mem_type: frozenset[MemType] = frozenset()
+    tags: tuple[TagFilter, ...] = ()
+    as_of_ms: int | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        """True when nothing can match (e.g. the only app asked for is switched off)."""
+        return not self.branches
+
+    def matches(self, r: ScopedRecord) -> bool:
+        if r.user_id != self.user_id or Status(r.status) not in self.statuses:
+            return False
+        app, session, level = r.app_id or "", r.session_id or "", Level(r.level)
+        if not any(
+            b.level is level
+            and (b.app_id is None or b.app_id == app)
+            and (b.session_id is None or b.session_id == session)
+            for b in self.branches
+        ):
+            return False
+        if self.ownership and Ownership(r.ownership) not in self.ownership:
+            return False
+        if self.mem_type and MemType(r.mem_type) not in self.mem_type:
+            return False
+        invalid = 0 if r.invalid_at is None else epoch_ms(r.invalid_at)
+        if self.as_of_ms is None:
+            if invalid != 0:
+                return False
+        elif not (
+            epoch_ms(r.valid_at) <= self.as_of_ms and (invalid == 0 or self.as_of_ms < invalid)
+        ):
+            return False
+        return all(t.matches(r.custom_tags) for t in self.tags)
+
+    def milvus_expr(self) -> str:
+        """The Milvus boolean filter; an empty predicate renders one that matches nothing."""
+        parts = [f"user_id == {_q(str(self.user_id))}"]
+        if self.is_empty:
+            return parts[0] + ' and level == ""'
+        ors = []
+        for b in self.branches:
+            conds = [f"level == {_q(b.level.value)}"]
+            if b.app_id is not None:
+                conds.append(f"app_id == {_q(b.app_id)}")
+            if b.session_id is not None:
+                conds.append(f"session_id == {_q(b.session_id)}")
+            ors.append(conds[0] if len(conds) == 1 else "(" + " and ".join(conds) + ")")
+        parts.append(ors[0] if len(ors) == 1 else "(" + " or ".join(ors) + ")")
+        parts.append(_in("status", (s.value for s in self.statuses)))
+        if self.ownership:
+            parts.append(_in("ownership", (o.value for o in self.ownership)))
+        if self.mem_type:
+            parts.append(_in("mem_type", (m.value for m in self.mem_type)))
+        if self.as_of_ms is None:
+            parts.append("invalid_at == 0")
+        else:
+            parts.append(f"valid_at <= {self.as_of_ms}")
+            parts.append(f"(invalid_at == 0 or invalid_at > {self.as_of_ms})")
+        parts.extend(t.expr() for t in self.tags)
+        return " and ".join(parts)
+
+
+def resolve_scope(req: ScopeRequest, switches: Switches) -> RecallPredicate:
+    """Turn a recall request into its predicate, or raise a :class:`ScopeError`."""
+    if req.cross_app:
+        raise CrossAppClosed("cross-app recall is not open")
+    if not switches.global_enabled:
+        raise SwitchedOff("memory is switched off for this user")
+    for text in (req.app_id or "", req.session_id or ""):
+        if any(ord(ch) < 32 for ch in text):
+            raise InvalidScope("app_id/session_id must not contain control characters")
+    app_on = not req.app_id or req.app_id not in switches.disabled_apps
+    branches: list[Branch] = []
+    if req.include_global:
+        branches.append(Branch(Level.GLOBAL))
+    if req.app_id and app_on:
+        branches.append(Branch(Level.APP, app_id=req.app_id))
+    if req.session_id and app_on:
+        branches.append(Branch(Level.SESSION, app_id=req.app_id or "", session_id=req.session_id))
+    statuses = {Status.ACTIVE}
+    if req.include_archived:
+        statuses.add(Status.ARCHIVED)
+    if req.as_of is not None:
+        statuses.add(Status.SUPERSEDED)
+    return RecallPredicate(
+        user_id=req.user_id,
+        branches=tuple(branches),
+        statuses=frozenset(statuses),
+        ownership=frozenset(req.ownership),
+        mem_type=frozenset(req.mem_type),
+        tags=tuple(TagFilter.parse(t) for t in req.custom_tags),
+        as_of_ms=None if req.as_of is None else epoch_ms(req.as_of),
+    )
