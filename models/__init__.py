@@ -4,4 +4,46 @@ Providers are chosen by settings (DESIGN §8): a local transformers embedder (de
 all-MiniLM-L6-v2, offline) or an OpenAI-compatible endpoint; an OpenAI-compatible
 chat LLM, a local transformers LM, or the deterministic ``rules`` provider when no
 LLM is configured. Prompts are modules of their own, one per task.
+
+Use: ``build_embedder(settings).embed(texts)``, ``build_llm(settings).extract_facts(...)``
+and ``decide_or_degrade(llm, fact, similar)``. Importing this package loads neither
+torch nor transformers; the factory does, when the settings ask for a local model.
 """
+
+from models.degrade import decide_or_degrade
+from models.embedding.base import Embedder
+from models.errors import (
+    EmbeddingTimeout,
+    EmbeddingUnavailable,
+    InventedId,
+    LLMTimeout,
+    LLMUnavailable,
+    MalformedOutput,
+    ModelConfigError,
+    ModelError,
+    ModelUnavailable,
+)
+from models.factory import build_embedder, build_llm
+from models.llm.base import LLM
+from models.types import Decision, DecisionResult, Fact, Similar
+
+__all__ = [
+    "LLM",
+    "Decision",
+    "DecisionResult",
+    "Embedder",
+    "EmbeddingTimeout",
+    "EmbeddingUnavailable",
+    "Fact",
+    "InventedId",
+    "LLMTimeout",
+    "LLMUnavailable",
+    "MalformedOutput",
+    "ModelConfigError",
+    "ModelError",
+    "ModelUnavailable",
+    "Similar",
+    "build_embedder",
+    "build_llm",
+    "decide_or_degrade",
+]

@@ -1,0 +1,87 @@
+"""The embedding interface and what every provider shares: batching, norms, a query cache.
+
+A provider implements one hook, ``_embed_batch``; the base sorts texts by length (less
+padding per batch), cuts batches, L2-normalizes, checks the dimension and keeps a small
+thread-safe LRU cache for repeated query strings (recall sees the same queries often).
+Vectors are float32 with unit norm, so cosine similarity is a dot product downstream.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from models.errors import MalformedOutput
+
+
+class Embedder(ABC):
+    """Turns texts into a float32 matrix of unit-norm rows; safe to call from many threads."""
+
+    def __init__(self, *, dim: int, batch_size: int = 64, cache_size: int = 0) -> None:
+        self._dim = dim
+        self.batch_size = max(1, batch_size)
+        self._cache_size = cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        """Vector size; the Milvus collection and the hot caches are built with it."""
+        return self._dim
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """Provider and model, for logs, metrics and the bench report."""
+
+    @abstractmethod
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        """Raw vectors for one batch, shape (len(texts), dim); need not be normalized."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts`` in their order: shape (n, dim), float32, unit norm."""
+        texts = list(texts)
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        if not texts:
+            return out
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._checked(self._embed_batch([texts[i] for i in idx]), len(idx))
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One vector, shape (dim,), served from the LRU cache when the text was seen."""
+        if self._cache_size <= 0:
+            return self.embed([text])[0]
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit.copy()
+        vec = self.embed([text])[0]
+        with self._cache_lock:
+            self._cache[text] = vec
+            self._cache.move_to_end(text)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return vec.copy()
+
+    def close(self) -> None:
+        """Release clients or memory held by the provider (no-op by default)."""
+        return None
+
+    def _checked(self, raw: np.ndarray, n: int) -> np.ndarray:
+        arr = np.asarray(raw, dtype=np.float32)
+        if arr.shape != (n, self._dim):
+            raise MalformedOutput(
+                f"{self.name}: expected vectors of shape ({n}, {self._dim}), got {arr.shape}"
+            )
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
+        if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+            raise MalformedOutput(f"{self.name}: got a zero or non-finite vector")
+        return arr / norms

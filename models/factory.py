@@ -1,0 +1,63 @@
+"""Build the configured embedder and LLM from settings (DESIGN §8).
+
+The only place that reads the ``embedding_*`` and ``llm_*`` settings; everything else
+receives an ``Embedder`` / ``LLM``, so tests and the dataflow can pass their own.
+Provider modules are imported here lazily: torch and transformers load only when the
+settings ask for a local model.
+"""
+
+from __future__ import annotations
+
+from core.settings import Settings
+from models.embedding.base import Embedder
+from models.errors import ModelConfigError
+from models.llm.base import LLM
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings name; raises ModelConfigError if it cannot be built."""
+    if settings.embedding_provider == "openai":
+        from models.embedding.openai_compat import OpenAIEmbedder
+
+        if not settings.embedding_model:
+            raise ModelConfigError(
+                "embedding_model must name the endpoint's model when embedding_provider is openai"
+            )
+        return OpenAIEmbedder(
+            settings.embedding_base_url,
+            model=settings.embedding_model,
+            dim=settings.embedding_dim,
+            api_key=settings.embedding_api_key.get_secret_value(),
+            batch_size=settings.embedding_batch_size,
+            cache_size=settings.embedding_cache_size,
+        )
+    from models.embedding.hf import TransformersEmbedder
+
+    return TransformersEmbedder(
+        settings.embedding_model,
+        dim=settings.embedding_dim,
+        batch_size=settings.embedding_batch_size,
+        cache_size=settings.embedding_cache_size,
+        threads=settings.embedding_threads,
+    )
+
+
+def build_llm(settings: Settings) -> LLM:
+    """The LLM the settings name (``rules`` when none is configured)."""
+    if settings.llm_provider == "openai":
+        from models.llm.openai_compat import OpenAILLM
+
+        return OpenAILLM(
+            settings.llm_base_url,
+            model=settings.llm_model,
+            api_key=settings.llm_api_key.get_secret_value(),
+            timeout_s=settings.llm_timeout_s,
+            max_retries=settings.llm_max_retries,
+        )
+    if settings.llm_provider == "transformers":
+        from models.llm.hf import TransformersLLM
+
+        return TransformersLLM(settings.llm_model, timeout_s=settings.llm_timeout_s)
+    from models.llm.rules import RulesLLM
+
+    return RulesLLM(settings.near_duplicate_similarity)

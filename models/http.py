@@ -1,0 +1,142 @@
+"""One JSON-over-HTTP client for the OpenAI-compatible providers (chat and embeddings).
+
+Retries, timeouts and the mapping of transport failures to typed errors live here once,
+so a provider only builds its payload and reads its answer. The httpx client is
+injectable: tests pass their own transport, or point at a scripted local server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from typing import Any
+
+import httpx
+
+from core.logs import log_fields
+from models.errors import MalformedOutput, ModelUnavailable
+
+log = logging.getLogger(__name__)
+
+_VERSIONED = re.compile(r"/v\d+[a-z0-9]*$")
+_RETRY_STATUS = frozenset({408, 425, 429}) | frozenset(range(500, 600))
+_MAX_PAUSE_S = 8.0
+
+
+def endpoint_url(base_url: str, path: str) -> str:
+    """``base`` + ``path``, adding ``/v1`` unless the base already ends in a version.
+
+    Users paste either ``https://api.openai.com`` or ``https://api.openai.com/v1`` (or
+    ``.../compatible-mode/v1``); both must reach ``.../v1/<path>``.
+    """
+    base = base_url.rstrip("/")
+    if not _VERSIONED.search(base):
+        base += "/v1"
+    return f"{base}/{path.lstrip('/')}"
+
+
+class JsonHttp:
+    """POST JSON, get JSON; retry what is worth retrying, raise typed errors otherwise.
+
+    ``unavailable``/``timeout`` are the error classes for the caller's kind of model, so
+    an LLM failure reads as LLMUnavailable and an embedding failure as
+    EmbeddingUnavailable. Timeouts are retried only when ``retry_timeouts`` (an LLM that
+    timed out once will usually time out again, and the caller's budget is spent).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str = "",
+        timeout_s: float,
+        max_retries: int,
+        unavailable: type[ModelUnavailable],
+        timeout: type[ModelUnavailable],
+        retry_timeouts: bool = False,
+        backoff_s: float = 0.5,
+        client: httpx.Client | None = None,
+    ) -> None:
+        self.url = url
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self._unavailable = unavailable
+        self._timeout = timeout
+        self._retry_timeouts = retry_timeouts
+        self._timeout_s = timeout_s
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers = headers
+        self._owns_client = client is None
+        self._client = client or httpx.Client(timeout=httpx.Timeout(timeout_s))
+
+    def close(self) -> None:
+        """Close the client this object made; an injected client belongs to its owner."""
+        if self._owns_client:
+            self._client.close()
+
+    def post(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Send ``payload``; return the decoded JSON object of a 2xx answer."""
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            last = attempt == attempts
+            try:
+                resp = self._client.post(
+                    self.url,
+                    json=payload,
+                    headers=self._headers,
+                    timeout=httpx.Timeout(self._timeout_s),
+                )
+            except httpx.TimeoutException as exc:
+                err: ModelUnavailable = self._timeout(
+                    f"no answer from {self.url} within {self._timeout_s:g}s ({type(exc).__name__})"
+                )
+                if last or not self._retry_timeouts:
+                    raise err from exc
+                self._pause(attempt, err)
+                continue
+            except httpx.TransportError as exc:
+                err = self._unavailable(f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
+                if last:
+                    raise err from exc
+                self._pause(attempt, err)
+                continue
+            if resp.status_code >= 400:
+                err = self._unavailable(
+                    f"{self.url} answered HTTP {resp.status_code}: {resp.text[:200]!r}",
+                    status_code=resp.status_code,
+                )
+                if last or resp.status_code not in _RETRY_STATUS:
+                    raise err
+                self._pause(attempt, err, _retry_after(resp))
+                continue
+            return self._decode(resp)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _decode(self, resp: httpx.Response) -> dict[str, Any]:
+        try:
+            body = resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise MalformedOutput(f"{self.url} answered non-JSON: {resp.text[:200]!r}") from exc
+        if not isinstance(body, dict):
+            raise MalformedOutput(f"{self.url} answered JSON that is not an object")
+        return body
+
+    def _pause(self, attempt: int, err: Exception, hint_s: float | None = None) -> None:
+        log.warning(
+            "model request failed, retrying",
+            extra=log_fields(url=self.url, attempt=attempt, error=type(err).__name__),
+        )
+        if self.backoff_s > 0:
+            wait = hint_s if hint_s is not None else self.backoff_s * 2 ** (attempt - 1)
+            time.sleep(min(wait, _MAX_PAUSE_S))
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    """Seconds from a numeric Retry-After header (rate limits), if the server sent one."""
+    value = resp.headers.get("retry-after", "")
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None

@@ -1,0 +1,26 @@
+"""Tiny language helpers shared by the prompts and the rules provider."""
+
+from __future__ import annotations
+
+import re
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SPACES = re.compile(r"\s+")
+
+
+def has_cjk(text: str) -> bool:
+    """True when the text holds Chinese characters (the rules pick their Chinese path)."""
+    return _CJK.search(text) is not None
+
+
+def dominant_language(texts: list[str]) -> str:
+    """'zh' when most letters are CJK, else 'en'; a hint for the prompt, not a detector."""
+    joined = "".join(texts)
+    cjk = len(_CJK.findall(joined))
+    latin = sum(1 for ch in joined if ch.isascii() and ch.isalpha())
+    return "zh" if cjk and cjk >= latin / 4 else "en"
+
+
+def normalize(text: str) -> str:
+    """Trim, lowercase, collapse spaces: the form content hashes are computed on (§7)."""
+    return _SPACES.sub(" ", text.strip().lower())

@@ -1,0 +1,150 @@
+"""The LLM interface, and the shared behaviour of every prompt-driven provider.
+
+``LLM`` is what the dataflow calls: ``extract_facts`` and ``decide``. ``PromptedLLM``
+builds the prompts, parses the JSON answer, re-asks once when the answer is malformed
+(showing the model its mistake) and then raises MalformedOutput — never an empty list
+pretending success. A provider implements one hook: ``_complete(messages) -> str``,
+raising LLMUnavailable/LLMTimeout itself when it cannot answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from datetime import date
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from models.errors import InventedId, MalformedOutput
+from models.prompts import decide as decide_prompt
+from models.prompts import extract_facts as extract_prompt
+from models.types import ChatMessage, Decision, Fact, Similar, as_similar
+from schemas.enums import OpType, Ownership
+from schemas.events import Message, Strategy
+
+T = TypeVar("T")
+SimilarLike = Similar | tuple[Any, ...]
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+class LLM(ABC):
+    """The two tasks of memstream's intelligence (DESIGN §8)."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """Provider and model, for logs and the changelog's reason field."""
+
+    @abstractmethod
+    def extract_facts(
+        self,
+        messages: Sequence[Message],
+        ownership: Ownership | None,
+        strategy: Strategy | None,
+        today: date,
+    ) -> list[Fact]:
+        """Facts worth remembering, each traced to its turn; [] when there are none.
+
+        ``ownership`` picks the variant: USER reads user turns, AGENT assistant turns,
+        None (generic) both. System turns are never read.
+        """
+
+    @abstractmethod
+    def decide(self, new_fact: str | Fact, similar: Sequence[SimilarLike]) -> list[Decision]:
+        """ADD/UPDATE/DELETE/NONE for one new fact against its most similar memories.
+
+        ``similar`` holds ``(id, text[, score])``; ids in the answer are always among them.
+        """
+
+    def close(self) -> None:
+        """Release clients or memory held by the provider (no-op by default)."""
+        return None
+
+
+def parse_json_object(raw: str) -> dict[str, Any]:
+    """The JSON object in a model's answer, tolerating code fences and <think> blocks."""
+    text = _FENCE.sub("", _THINK.sub("", raw).strip()).strip()
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise MalformedOutput(f"no JSON object in the answer: {raw[:120]!r}") from None
+        try:
+            obj = json.loads(text[start : end + 1])
+        except json.JSONDecodeError as exc:
+            raise MalformedOutput(f"the answer is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise MalformedOutput("the answer is JSON but not an object")
+    return obj
+
+
+class PromptedLLM(LLM):
+    """Prompts + JSON parsing + one re-ask; subclasses only talk to their model."""
+
+    @abstractmethod
+    def _complete(self, messages: list[ChatMessage]) -> str:
+        """The model's raw answer to ``messages`` (expected to be a JSON object)."""
+
+    def extract_facts(
+        self,
+        messages: Sequence[Message],
+        ownership: Ownership | None,
+        strategy: Strategy | None,
+        today: date,
+    ) -> list[Fact]:
+        ctx = extract_prompt.build_context(messages, ownership, strategy, today)
+        if not ctx.turns:
+            return []  # nothing this variant may read: no call, honestly empty
+        return self._ask(
+            extract_prompt.to_messages(ctx),
+            lambda obj: extract_prompt.to_facts(obj, ctx, messages),
+        )
+
+    def decide(self, new_fact: str | Fact, similar: Sequence[SimilarLike]) -> list[Decision]:
+        text = new_fact.text if isinstance(new_fact, Fact) else new_fact
+        candidates = as_similar(similar)
+        if not candidates:
+            return [Decision(op=OpType.ADD, text=text)]  # nothing to compare with
+        ctx = decide_prompt.build_context(text, candidates)
+        return self._ask(
+            decide_prompt.to_messages(ctx), lambda obj: decide_prompt.to_decisions(obj, ctx)
+        )
+
+    def _ask(self, messages: list[ChatMessage], convert: Callable[[dict[str, Any]], T]) -> T:
+        for attempt in (1, 2):
+            raw = ""
+            try:
+                raw = self._complete(messages)
+                return convert(parse_json_object(raw))
+            except (MalformedOutput, ValidationError) as exc:
+                reason = _reason(exc)
+                if attempt == 2:
+                    kind = InventedId if isinstance(exc, InventedId) else MalformedOutput
+                    raise kind(f"{self.name}: unusable answer after a re-ask: {reason}") from exc
+                shown = [{"role": "assistant", "content": raw[:4000]}] if raw.strip() else []
+                messages = [
+                    *messages,
+                    *shown,
+                    {
+                        "role": "user",
+                        "content": (
+                            f"That answer could not be used: {reason}. Answer again with only "
+                            "the JSON object in the requested shape, using only the given ids."
+                        ),
+                    },
+                ]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
+    return str(exc)

@@ -1,0 +1,54 @@
+"""Provider ``rules`` (the default when no LLM is set): no model, deterministic.
+
+Extraction is :mod:`models.rules.extract`. Evolution is by similarity threshold
+(DESIGN §7): the same normalized text, or a cosine score ≥ ``near_duplicate_similarity``
+(0.95 by default, never the recall threshold), is NONE against that memory; anything
+else is ADD. The rules never UPDATE or DELETE: without understanding, merging or
+superseding would risk losing true memories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from models.lang import normalize
+from models.llm.base import LLM, SimilarLike
+from models.rules.extract import extract_rules
+from models.types import Decision, Fact, as_similar
+from schemas.enums import OpType, Ownership
+from schemas.events import Message, Strategy
+
+
+class RulesLLM(LLM):
+    """Same interface as the LLM providers; thread-safe (no shared mutable state)."""
+
+    def __init__(self, near_duplicate_similarity: float = 0.95) -> None:
+        self.near_duplicate_similarity = near_duplicate_similarity
+
+    @property
+    def name(self) -> str:
+        return "rules"
+
+    def extract_facts(
+        self,
+        messages: Sequence[Message],
+        ownership: Ownership | None,
+        strategy: Strategy | None,
+        today: date,
+    ) -> list[Fact]:
+        return extract_rules(messages, ownership, today)  # focus/entity_types need an LLM
+
+    def decide(self, new_fact: str | Fact, similar: Sequence[SimilarLike]) -> list[Decision]:
+        text = new_fact.text if isinstance(new_fact, Fact) else new_fact
+        key = normalize(text)
+        best_id, best_score = None, -1.0
+        for item in as_similar(similar):
+            if normalize(item.text) == key:
+                return [Decision(op=OpType.NONE, target_id=item.id)]
+            score = item.score
+            if score is not None and score >= self.near_duplicate_similarity and score > best_score:
+                best_id, best_score = item.id, score
+        if best_id is not None:
+            return [Decision(op=OpType.NONE, target_id=best_id)]
+        return [Decision(op=OpType.ADD, text=text)]

@@ -1,0 +1,77 @@
+"""Few-shot examples of the extraction prompt (design document, chapter 8).
+
+Their value is in what NOT to store: greetings ("Hi." → []) and general knowledge
+("There are branches in trees." → []) next to real facts, in English and Chinese, with
+a relative date made absolute. Kept apart so the prompt module stays readable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schemas.enums import Ownership
+
+
+def _example(turns: list[tuple[str, str]], facts: list[dict[str, Any]]) -> str:
+    shown = "\n".join(f"[{i}] {role}: {text}" for i, (role, text) in enumerate(turns))
+    return f"Input:\n{shown}\nOutput: {json.dumps({'facts': facts}, ensure_ascii=False)}"
+
+
+def _fact(text: str, source: int = 0, mem_type: str = "SEMANTIC", **more: Any) -> dict[str, Any]:
+    return {"text": text, "source": source, "mem_type": mem_type, **more}
+
+
+def examples(ownership: Ownership | None) -> str:
+    """The few-shot block for one ownership variant (AGENT gets assistant-side shots)."""
+    if ownership is Ownership.AGENT:
+        shots = [
+            _example([("assistant", "Hello! How can I help you today?")], []),
+            _example([("assistant", "There are branches in trees.")], []),
+            _example(
+                [("assistant", "I'm Aria, your travel planner. I always answer in French.")],
+                [
+                    _fact("Name is Aria, a travel planner"),
+                    _fact("Always answers in French", mem_type="PROCEDURAL"),
+                ],
+            ),
+        ]
+    else:
+        shots = [
+            _example([("user", "Hi.")], []),
+            _example([("user", "There are branches in trees.")], []),
+            _example(
+                [("user", "Hi, I am looking for a restaurant in San Francisco.")],
+                [_fact("Looking for a restaurant in San Francisco", mem_type="EPISODIC")],
+            ),
+            _example(
+                [("user", "Hi, my name is John. I am a software engineer.")],
+                [_fact("Name is John"), _fact("Is a software engineer")],
+            ),
+            _example(
+                [("user", "我叫李雷，我是一名医生。")],
+                [_fact("名字是李雷"), _fact("是一名医生")],
+            ),
+            _example(
+                [("user", "(today is 2024-05-06) I'm moving to Shanghai next week.")],
+                [
+                    _fact(
+                        "Moving to Shanghai in the week of 2024-05-13",
+                        mem_type="EPISODIC",
+                        time_bound=True,
+                        expire_at="2024-05-19",
+                    )
+                ],
+            ),
+        ]
+        if ownership is None:
+            shots.append(
+                _example(
+                    [
+                        ("user", "What is the capital of France?"),
+                        ("assistant", "The capital of France is Paris."),
+                    ],
+                    [],
+                )
+            )
+    return "\n\n".join(shots)
