@@ -85,8 +85,9 @@ class UserIndex:
         row = self._row.get(memory_id)
         return None if row is None else self._matrix[row].copy()
 
-    def dense(self, query: np.ndarray, limit: int,
-              keep: Callable[[MemoryRecord], bool] | None = None) -> list[tuple[str, float]]:
+    def dense(
+        self, query: np.ndarray, limit: int, keep: Callable[[MemoryRecord], bool] | None = None
+    ) -> list[tuple[str, float]]:
         """Top ``limit`` (memory_id, cosine) among records that ``keep`` accepts."""
         n = len(self._ids)
         if n == 0 or limit <= 0:
@@ -102,8 +103,9 @@ class UserIndex:
                     break
         return out
 
-    def lexical(self, query: str, limit: int,
-                keep: Callable[[MemoryRecord], bool] | None = None) -> list[tuple[str, float]]:
+    def lexical(
+        self, query: str, limit: int, keep: Callable[[MemoryRecord], bool] | None = None
+    ) -> list[tuple[str, float]]:
         """Top ``limit`` (memory_id, BM25 normalized to [0, 1]) among accepted records."""
         scored = sorted(self._lexical.normalized(query).items(), key=lambda kv: -kv[1])
         out = []

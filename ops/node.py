@@ -17,7 +17,11 @@ import uvicorn
 
 from core.logs import setup_logging
 from core.settings import Settings, SettingsError, get_settings
+from dataflows.ingest.flow import build_flow as build_ingest
+from dataflows.runner import FlowThread
+from dataflows.runtime import Runtime
 from recall_api.app import create_app
+from recall_api.services import Services
 from sinks.errors import StoreUnavailable
 from sinks.stores import Stores
 
@@ -44,7 +48,11 @@ def serve(settings: Settings) -> None:
         target=_ensure_topics_forever, args=(stores, stop), name="ensure-topics", daemon=True
     )
     topics.start()
-    app = create_app(settings, stores)
+    rt = Runtime.build(settings, stores)
+    ingest = FlowThread("ingest", lambda: build_ingest(rt), settings.data_path, stop=rt.stop)
+    ingest.start()
+    services = Services(settings, stores, rt.memories, rt.cache, rt.tasks, rt.switches, rt.embedder)
+    app = create_app(settings, stores, services)
     config = uvicorn.Config(
         app,
         host=settings.api_host,
@@ -68,6 +76,7 @@ def serve(settings: Settings) -> None:
         server.run()
     finally:
         stop.set()
+        ingest.stop()
         stores.close()
         log.info("node stopped", extra={"fields": {"uptime_s": round(time.monotonic() - started)}})
 

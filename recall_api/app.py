@@ -11,14 +11,20 @@ from core.settings import Settings
 from recall_api import health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
+from recall_api.routes import add
+from recall_api.services import Services
 from sinks.stores import Stores
 
 
-def create_app(settings: Settings, stores: Stores) -> FastAPI:
-    """Build the app around already-opened stores (the node or a test owns their lifetime)."""
+def create_app(settings: Settings, stores: Stores, services: Services | None = None) -> FastAPI:
+    """Build the app around already-opened stores (the node or a test owns their lifetime).
+
+    Without ``services`` only health, readiness and metrics are served.
+    """
     app = FastAPI(title="memstream", version="0.1.0", docs_url="/docs")
     app.state.settings = settings
     app.state.stores = stores
+    app.state.services = services
     install_error_handlers(app)
 
     @app.middleware("http")
@@ -38,4 +44,6 @@ def create_app(settings: Settings, stores: Stores) -> FastAPI:
         return response
 
     app.include_router(health.router)
+    if services is not None:
+        app.include_router(add.router)
     return app

@@ -81,3 +81,8 @@ TOPIC_RECALL_HITS = "memory.recall_hits"
 TOPIC_CHANGES = "memory.changes"
 TOPIC_DLQ = "memory.dlq"
 ALL_TOPICS = (TOPIC_CONVERSATIONS, TOPIC_COMMANDS, TOPIC_RECALL_HITS, TOPIC_CHANGES, TOPIC_DLQ)
+
+
+def topic(prefix: str, name: str) -> str:
+    """The deployed name of a topic of DESIGN §4 (``prefix`` is usually empty)."""
+    return prefix + name

@@ -14,7 +14,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from schemas.events import ALL_TOPICS, TOPIC_CONVERSATIONS
+from schemas.events import ALL_TOPICS, TOPIC_CONVERSATIONS, topic
 from sinks.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -29,11 +29,13 @@ class KafkaBus:
         partitions: int = 8,
         replication: int = 1,
         conversations_retention_ms: int = 24 * 3600 * 1000,
+        topic_prefix: str = "",
     ):
         self.bootstrap = bootstrap
         self.partitions = partitions
         self.replication = replication
         self.retention_ms = conversations_retention_ms
+        self.prefix = topic_prefix
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
 
@@ -49,6 +51,7 @@ class KafkaBus:
                 "linger.ms": 2,
                 "compression.type": "lz4",
                 "message.timeout.ms": 30000,
+                "message.max.bytes": 8 * 1024 * 1024,
             }
         )
 
@@ -78,10 +81,11 @@ class KafkaBus:
         except KafkaException as exc:
             raise StoreUnavailable(f"kafka: {self.bootstrap} did not answer: {exc}") from exc
         wanted = []
-        for name in ALL_TOPICS:
+        for base in ALL_TOPICS:
+            name = self.topic(base)
             if name in existing:
                 continue
-            config = {"retention.ms": str(self.retention_ms)} if name == TOPIC_CONVERSATIONS else {}
+            config = {"retention.ms": str(self.retention_ms)} if base == TOPIC_CONVERSATIONS else {}
             wanted.append(
                 NewTopic(
                     name,
@@ -103,6 +107,9 @@ class KafkaBus:
         if created:
             log.info("created topics", extra={"fields": {"topics": created}})
         return created
+
+    def topic(self, base: str) -> str:
+        return topic(self.prefix, base)
 
     def produce_json(
         self, topic: str, key: str, value: Any, headers: dict | None = None, on_delivery: Any = None

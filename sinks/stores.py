@@ -43,6 +43,7 @@ class Stores:
                 s.kafka_partitions,
                 s.kafka_replication,
                 int(s.conversations_retention_h * 3600 * 1000),
+                s.kafka_topic_prefix,
             ),
         )
 

@@ -88,3 +88,52 @@ def user_id() -> int:
 def unique_name(request: pytest.FixtureRequest) -> str:
     base = "".join(c if c.isalnum() else "_" for c in request.node.name)[:40]
     return f"{base}_{random.getrandbits(32):08x}"
+
+
+@pytest.fixture(scope="session")
+def embedder(settings):
+    from models.factory import build_embedder
+
+    return build_embedder(settings)
+
+
+@pytest.fixture(scope="session")
+def runtime(settings, stores, embedder):
+    from dataflows.runtime import Runtime
+
+    return Runtime.build(settings, stores, embedder=embedder)
+
+
+@pytest.fixture(scope="session")
+def ingest(runtime):
+    """The ingest flow running in a thread on the session's topics (no recovery store)."""
+    from dataflows.ingest.flow import build_flow
+    from dataflows.runner import FlowThread
+
+    thread = FlowThread(
+        "ingest-test", lambda: build_flow(runtime), data_dir=None, epoch_s=1.0, stop=runtime.stop
+    )
+    thread.start()
+    thread.running.wait(30)
+    yield thread
+    thread.stop()
+
+
+@pytest.fixture(scope="session")
+def api(settings, stores, runtime):
+    from fastapi.testclient import TestClient
+
+    from recall_api.app import create_app
+    from recall_api.services import Services
+
+    services = Services(
+        settings,
+        stores,
+        runtime.memories,
+        runtime.cache,
+        runtime.tasks,
+        runtime.switches,
+        runtime.embedder,
+    )
+    with TestClient(create_app(settings, stores, services)) as client:
+        yield client

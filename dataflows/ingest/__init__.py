@@ -1,0 +1,1 @@
+"""The ingest dataflow: conversations and commands in, memories out (DESIGN §1)."""

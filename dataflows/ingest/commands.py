@@ -1,0 +1,173 @@
+"""Management commands applied by the keyed writer (``memory.commands``).
+
+Each handler returns the WriteBatch to make durable and the result the waiting API
+call receives. Handlers are registered by op name; an unknown op is rejected to the DLQ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from pydantic import ValidationError
+
+from core.capacity import important_blocked
+from core.hashing import change_id_for, content_hash, stable_id
+from core.weights import initial_weight
+from dataflows.ingest.items import Applied, IncomingCommand, Rejected
+from dataflows.ingest.writer import Writer, counters_of
+from schemas.commands import StructuredMemory
+from schemas.enums import Level, OpSource, OpType
+from schemas.errors import ErrorCode
+from schemas.memory import MemoryRecord
+from sinks.memory_store import WriteBatch, change
+from sinks.tasks import TaskResult
+
+Handler = Callable[[Writer, IncomingCommand, datetime], Applied]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handler(op: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[op] = fn
+        return fn
+
+    return register
+
+
+def apply_command(writer: Writer, item: IncomingCommand, now: datetime | None = None) -> Applied:
+    now = now or datetime.now(UTC)
+    cmd = item.command
+    fn = HANDLERS.get(cmd.op)
+    if fn is None:
+        reason = f"unknown command op '{cmd.op}'"
+        return Applied(
+            WriteBatch(),
+            command_results=[(cmd.command_id, _error(ErrorCode.BAD_PARAMETER, reason))],
+            rejected=[Rejected(reason, item.source)],
+        )
+    return fn(writer, item, now)
+
+
+def _error(code: ErrorCode, msg: str) -> dict:
+    return {"code": int(code), "msg": msg}
+
+
+def _ok(data: dict) -> dict:
+    return {"code": 0, "msg": "ok", "data": data}
+
+
+@handler("add_structured")
+def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
+    cmd = item.command
+    try:
+        body = StructuredMemory.model_validate({**cmd.payload, "user_id": cmd.user_id})
+    except ValidationError as exc:
+        return Applied(
+            WriteBatch(),
+            command_results=[
+                (cmd.command_id, _error(ErrorCode.BAD_PARAMETER, str(exc.errors()[0]["msg"])))
+            ],
+        )
+    level = body.level or (Level.APP if body.app_id else Level.GLOBAL)
+    if (level is Level.APP and not body.app_id) or (level is Level.SESSION and not body.session_id):
+        return Applied(
+            WriteBatch(),
+            command_results=[
+                (
+                    cmd.command_id,
+                    _error(
+                        ErrorCode.BAD_PARAMETER,
+                        f"level {level} needs {'app_id' if level is Level.APP else 'session_id'}",
+                    ),
+                )
+            ],
+        )
+    text = body.content.strip()
+    memory_id = stable_id("m_", cmd.user_id, cmd.command_id, 0)
+    idx = writer.rt.cache.get(cmd.user_id)
+    batch = WriteBatch()
+    result = TaskResult(cmd.command_id, cmd.user_id)
+    with idx.lock:
+        existing = idx.by_hash.get(content_hash(text))
+        if existing is not None:
+            return Applied(
+                batch,
+                command_results=[
+                    (
+                        cmd.command_id,
+                        _ok({"memory_id": existing, "duplicate": existing != memory_id}),
+                    )
+                ],
+            )
+        counters = counters_of(idx)
+        if body.is_important and important_blocked(
+            counters, level, body.app_id, writer.s.for_app(body.app_id)
+        ):
+            return Applied(
+                batch,
+                command_results=[
+                    (
+                        cmd.command_id,
+                        _error(
+                            ErrorCode.IMPORTANT_LIMIT, "important-mark limit reached for this scope"
+                        ),
+                    )
+                ],
+            )
+        rec = MemoryRecord(
+            memory_id=memory_id,
+            user_id=cmd.user_id,
+            content=text,
+            content_hash=content_hash(text),
+            level=level,
+            ownership=body.ownership,
+            mem_type=body.mem_type,
+            weight=initial_weight(
+                body.ownership,
+                body.mem_type,
+                writer.s,
+                is_important=body.is_important,
+                time_bound=body.expire_at is not None,
+            ),
+            weight_at=now,
+            created_at=now,
+            updated_at=now,
+            valid_at=now,
+            app_id=body.app_id,
+            session_id=body.session_id if level is Level.SESSION else None,
+            is_important=body.is_important,
+            expire_at=body.expire_at,
+            source_session_id=body.session_id,
+            custom_tags=body.custom_tags,
+        )
+        if not writer.admit(idx, counters, rec, result, batch, now, cmd.command_id):
+            return Applied(
+                batch,
+                command_results=[(cmd.command_id, _error(ErrorCode.CAPACITY_FULL, result.reason))],
+            )
+        vector = writer.rt.embedder.embed([text])[0]
+        batch.memories.append(rec)
+        batch.vectors[memory_id] = vector
+        batch.changes.append(
+            change(
+                rec,
+                OpType.ADD,
+                change_id_for(memory_id, "ADD", cmd.command_id),
+                now,
+                after=text,
+                reason="add_structured",
+                task_id=cmd.command_id,
+                source=OpSource.USER,
+            )
+        )
+        idx.upsert(rec, vector)
+    return Applied(
+        batch,
+        command_results=[
+            (
+                cmd.command_id,
+                _ok({"memory_id": memory_id, "duplicate": False, "evicted": result.evicted}),
+            )
+        ],
+    )

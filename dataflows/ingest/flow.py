@@ -1,0 +1,113 @@
+"""The ingest flow, as a straight script of named steps (DESIGN §1).
+
+    kafka (conversations + commands)
+    → parse (bad → DLQ) → switch check
+    → session window per (user, app, session, level, ownership)
+    → extract → embed (batched across users) → keyed writer (dedup, evolve, capacity)
+    → sink (ClickHouse, Milvus, Redis, memory.changes, task status, DLQ)
+
+``build_flow(rt, source)`` lets tests swap the source; run it alone with
+``python -m bytewax.run dataflows.ingest.main:flow``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import bytewax.operators as op
+from bytewax.connectors.kafka import KafkaSourceMessage
+from bytewax.dataflow import Dataflow
+from bytewax.inputs import Source
+
+from dataflows.ingest.commands import apply_command
+from dataflows.ingest.embed import embed_all
+from dataflows.ingest.extract import extract
+from dataflows.ingest.items import Applied, Incoming, IncomingCommand, Rejected
+from dataflows.ingest.items import Source as Origin
+from dataflows.ingest.parse import parse_command, parse_conversation
+from dataflows.ingest.sink import MemorySink
+from dataflows.ingest.window import SessionWindow, window_key
+from dataflows.ingest.writer import Writer
+from dataflows.runtime import Runtime
+from dataflows.sources import StoppableKafkaSource
+from schemas.errors import ErrorCode
+from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
+from sinks.memory_store import WriteBatch
+from sinks.tasks import TaskResult
+
+
+def kafka_source(rt: Runtime) -> StoppableKafkaSource:
+    bus = rt.stores.kafka
+    return StoppableKafkaSource(
+        brokers=[b.strip() for b in bus.bootstrap.split(",")],
+        topics=[bus.topic(TOPIC_CONVERSATIONS), bus.topic(TOPIC_COMMANDS)],
+        tail=True,
+        batch_size=500,
+        add_config={"fetch.message.max.bytes": str(8 * 1024 * 1024)},
+        stop=rt.stop,
+    )
+
+
+def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest") -> Dataflow:
+    s = rt.settings
+    writer = Writer(rt)
+    commands_topic = rt.stores.kafka.topic(TOPIC_COMMANDS)
+
+    def parse(msg: KafkaSourceMessage):
+        origin = Origin(msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value)
+        if msg.topic == commands_topic:
+            return parse_command(origin, s)
+        return parse_conversation(origin, s)
+
+    def gate(item):
+        if isinstance(item, Rejected):
+            return Applied(WriteBatch(), rejected=[item])
+        if isinstance(item, Incoming):
+            e = item.event
+            switches = rt.switches.get(e.user_id)
+            if not switches.global_enabled or (e.app_id and e.app_id in switches.disabled_apps):
+                result = TaskResult(
+                    item.task_id,
+                    e.user_id,
+                    failed=True,
+                    code=int(ErrorCode.SWITCHED_OFF),
+                    reason="memory is switched off for this user/app",
+                )
+                return Applied(WriteBatch(), results=[result])
+        return item
+
+    def window(state):
+        return SessionWindow(state, s.session_gap_s, s.session_max_turns, s.context_turns)
+
+    def run_extract(batch):
+        rt.tasks.processing([i.task_id for i in batch.events])
+        return extract(rt.llm, batch)
+
+    def write(state, item):
+        if isinstance(item, IncomingCommand):
+            return None, apply_command(writer, item)
+        return None, writer.apply_extracted(item)
+
+    flow = Dataflow(flow_id)
+    raw = op.input("in", flow, source or kafka_source(rt))  # KafkaSourceMessage
+    gated = op.map(
+        "gate", op.map("parse", raw, parse), gate
+    )  # Incoming | IncomingCommand | Applied
+    is_conv = op.branch("is_conv", gated, lambda x: isinstance(x, Incoming))
+    is_cmd = op.branch("is_cmd", is_conv.falses, lambda x: isinstance(x, IncomingCommand))
+    windows = op.stateful("window", op.key_on("by_session", is_conv.trues, window_key), window)
+    extracted = op.map("extract", op.key_rm("unkey_window", windows), run_extract)  # Extracted
+    shard = op.key_on("embed_shard", extracted, lambda _: "all")
+    groups = op.collect("embed_batch", shard, timeout=timedelta(milliseconds=20), max_size=64)
+    embedded = op.flat_map("embed", groups, lambda kv: embed_all(rt.embedder, kv[1]))
+    to_writer = op.merge("to_writer", embedded, is_cmd.trues)  # Extracted | IncomingCommand
+    by_user = op.key_on("by_user", to_writer, _user_key)
+    applied = op.key_rm("unkey_user", op.stateful_map("write", by_user, write))  # Applied
+    op.output("store", op.merge("to_sink", applied, is_cmd.falses), MemorySink(rt))
+    return flow
+
+
+def _user_key(item) -> str:
+    if isinstance(item, IncomingCommand):
+        return str(item.command.user_id)
+    return str(item.user_id)

@@ -1,0 +1,82 @@
+"""Typed values flowing between the ingest steps (see flow.py for the order)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from models.types import Fact
+from schemas.commands import Command
+from schemas.events import ConversationEvent, Message
+from sinks.memory_store import WriteBatch
+from sinks.tasks import TaskResult
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an input came from, for the DLQ headers and deterministic task ids."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class Incoming:
+    event: ConversationEvent
+    task_id: str
+    source: Source
+
+
+@dataclass(frozen=True)
+class IncomingCommand:
+    command: Command
+    source: Source
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """Input that goes to `memory.dlq` with ``reason``; original bytes unchanged."""
+
+    reason: str
+    source: Source
+    task_id: str | None = None
+    user_id: int | None = None
+
+
+@dataclass
+class TurnBatch:
+    """A burst of events of one (user, app, session, level, ownership) from the window."""
+
+    events: list[Incoming]
+    context: list[Message]
+
+
+@dataclass
+class FactItem:
+    fact: Fact
+    memory_id: str
+    task_id: str
+    incoming: Incoming
+    vector: np.ndarray | None = None
+
+
+@dataclass
+class Extracted:
+    user_id: int
+    tasks: list[Incoming]
+    facts: list[FactItem] = field(default_factory=list)
+    failures: list[Rejected] = field(default_factory=list)
+
+
+@dataclass
+class Applied:
+    """What the writer decided for one input: the batch to write and the results."""
+
+    batch: WriteBatch
+    results: list[TaskResult] = field(default_factory=list)
+    command_results: list[tuple[str, dict]] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)

@@ -1,0 +1,360 @@
+"""The keyed writer: one user's facts become memory mutations, in order (DESIGN §7).
+
+For each fact: exact dedup by content hash (against the user's active memories and the
+batch so far) → evolution against the top-10 similar memories of the same scope (LLM
+``decide``, append, or the degrade path) → ADD / UPDATE / SUPERSEDE / NONE → capacity
+check with eviction. The user's hot index is updated at once, so the next fact of the
+same batch sees this one; the returned WriteBatch is made durable by the sink.
+
+Ids are deterministic (task id + fact position), so a replay after a crash finds its
+own earlier write by hash and id and writes nothing twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import UTC, date, datetime, time
+
+import numpy as np
+
+from core.capacity import (
+    Counters,
+    EvictionCandidate,
+    delta_for,
+    plan_admission,
+)
+from core.hashing import change_id_for, content_hash
+from core.user_index import UserIndex
+from core.weights import initial_weight, weight_now
+from dataflows.ingest.items import Applied, Extracted, FactItem
+from dataflows.runtime import Runtime
+from models.degrade import decide_or_degrade
+from models.types import Decision
+from schemas.enums import Level, OpSource, OpType, Status
+from schemas.errors import ErrorCode
+from schemas.memory import MemoryRecord
+from sinks.memory_store import WriteBatch, change
+from sinks.tasks import TaskResult
+
+log = logging.getLogger(__name__)
+
+
+def counters_of(idx: UserIndex) -> Counters:
+    """Capacity counters of the user's ACTIVE memories, from the hot index (no store query)."""
+    counters = Counters()
+    for r in idx.records.values():
+        counters.apply(delta_for(r.level, r.app_id, r.is_important))
+    return counters
+
+
+def same_scope(rec: MemoryRecord, level: Level, app_id: str | None, session_id: str | None) -> bool:
+    if rec.level is not level or (rec.app_id or None) != (app_id or None):
+        return False
+    return level is not Level.SESSION or rec.session_id == session_id
+
+
+def _end_of_day(d: date | None) -> datetime | None:
+    return None if d is None else datetime.combine(d, time(23, 59, 59), tzinfo=UTC)
+
+
+class Writer:
+    """Applies one user's inputs; holds no state of its own (the hot index is the state)."""
+
+    def __init__(self, rt: Runtime):
+        self.rt = rt
+        self.s = rt.settings
+
+    def apply_extracted(self, item: Extracted, now: datetime | None = None) -> Applied:
+        now = now or datetime.now(UTC)
+        results = {i.task_id: TaskResult(i.task_id, item.user_id) for i in item.tasks}
+        out = Applied(WriteBatch(), list(results.values()), rejected=list(item.failures))
+        for bad in item.failures:
+            r = results[bad.task_id or ""]
+            r.failed, r.code, r.reason = True, int(ErrorCode.EXTRACTION_FAILED), bad.reason
+        idx = self.rt.cache.get(item.user_id)
+        with idx.lock:
+            counters = counters_of(idx)
+            for fi in item.facts:
+                self._apply_fact(idx, counters, fi, results[fi.task_id], out.batch, now)
+        return out
+
+    # ------------------------------------------------------------------ one fact
+    def _apply_fact(
+        self,
+        idx: UserIndex,
+        counters: Counters,
+        fi: FactItem,
+        r: TaskResult,
+        batch: WriteBatch,
+        now: datetime,
+    ) -> None:
+        ev = fi.incoming.event
+        text = fi.fact.text.strip()
+        h = content_hash(text)
+        existing = idx.by_hash.get(h)
+        if existing == fi.memory_id or fi.memory_id in idx:
+            r.skipped += 1  # a replay of our own earlier write
+            return
+        if existing is not None:
+            r.skipped += 1
+            batch.changes.append(
+                change(
+                    idx.records[existing],
+                    OpType.NONE,
+                    change_id_for(fi.memory_id, "NONE", fi.task_id),
+                    now,
+                    after=text,
+                    reason=f"exact duplicate of {existing}",
+                    task_id=fi.task_id,
+                )
+            )
+            return
+        decisions = [Decision(op=OpType.ADD, text=text)]
+        strategy = ev.strategy
+        if strategy is None or strategy.evolution == "decide":
+            similar = idx.dense(
+                fi.vector,
+                self.s.evolution_top_k,
+                keep=lambda rec: same_scope(rec, ev.level, ev.app_id, ev.session_id),
+            )
+            if similar:
+                offered = [(mid, idx.records[mid].content, score) for mid, score in similar]
+                res = decide_or_degrade(self.rt.llm, fi.fact, offered)
+                decisions = res.decisions
+                r.degraded = r.degraded or res.degraded
+        new_id = fi.memory_id
+        for seq, d in enumerate(decisions):
+            if d.op is OpType.ADD:
+                self._add(idx, counters, fi, d.text or text, r, batch, now)
+            elif d.op is OpType.UPDATE:
+                self._update(idx, fi, d, r, batch, now, seq)
+            elif d.op is OpType.DELETE:
+                self._supersede(idx, counters, fi, d, new_id, r, batch, now, seq)
+            else:
+                r.skipped += 1
+                target = idx.records.get(d.target_id or "")
+                anchor = target or self._record(fi, text, now)
+                batch.changes.append(
+                    change(
+                        anchor,
+                        OpType.NONE,
+                        change_id_for(new_id, "NONE", fi.task_id, seq),
+                        now,
+                        after=text,
+                        reason=f"same meaning as {d.target_id or 'existing memory'}",
+                        task_id=fi.task_id,
+                    )
+                )
+
+    def _record(self, fi: FactItem, text: str, now: datetime) -> MemoryRecord:
+        ev = fi.incoming.event
+        msg = ev.messages[fi.fact.msg_index] if fi.fact.msg_index < len(ev.messages) else None
+        valid_at = (msg.ts if msg is not None and msg.ts else None) or ev.ts or now
+        if valid_at.tzinfo is None:
+            valid_at = valid_at.replace(tzinfo=UTC)
+        tags = dict(ev.strategy.tags) if ev.strategy else {}
+        return MemoryRecord(
+            memory_id=fi.memory_id,
+            user_id=ev.user_id,
+            content=text,
+            content_hash=content_hash(text),
+            level=ev.level,
+            ownership=ev.ownership,
+            mem_type=fi.fact.mem_type,
+            weight=initial_weight(
+                ev.ownership, fi.fact.mem_type, self.s, time_bound=fi.fact.time_bound
+            ),
+            weight_at=now,
+            created_at=now,
+            updated_at=now,
+            valid_at=valid_at,
+            app_id=ev.app_id,
+            session_id=ev.session_id if ev.level is Level.SESSION else None,
+            expire_at=_end_of_day(fi.fact.expire_at),
+            source_session_id=ev.session_id,
+            source_msg_id=fi.fact.msg_id,
+            custom_tags=tags,
+        )
+
+    def _add(
+        self,
+        idx: UserIndex,
+        counters: Counters,
+        fi: FactItem,
+        text: str,
+        r: TaskResult,
+        batch: WriteBatch,
+        now: datetime,
+    ) -> None:
+        rec = self._record(fi, text, now)
+        if not self.admit(idx, counters, rec, r, batch, now, fi.task_id):
+            return
+        vector = fi.vector if text == fi.fact.text.strip() else self._embed(text)
+        batch.memories.append(rec)
+        batch.vectors[rec.memory_id] = vector
+        batch.changes.append(
+            change(
+                rec,
+                OpType.ADD,
+                change_id_for(rec.memory_id, "ADD", fi.task_id),
+                now,
+                after=text,
+                reason="extracted",
+                task_id=fi.task_id,
+            )
+        )
+        idx.upsert(rec, vector)
+        counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
+        r.added += 1
+        r.memory_ids.append(rec.memory_id)
+
+    def _update(
+        self,
+        idx: UserIndex,
+        fi: FactItem,
+        d: Decision,
+        r: TaskResult,
+        batch: WriteBatch,
+        now: datetime,
+        seq: int,
+    ) -> None:
+        old = idx.records.get(d.target_id or "")
+        text = (d.text or "").strip()
+        if old is None or not text:
+            r.skipped += 1
+            return
+        rec = dataclasses.replace(
+            old,
+            content=text,
+            content_hash=content_hash(text),
+            updated_at=now,
+            weight_at=now,
+            weight=max(
+                old.weight,
+                initial_weight(old.ownership, old.mem_type, self.s, is_important=old.is_important),
+            ),
+        )
+        vector = fi.vector if text == fi.fact.text.strip() else self._embed(text)
+        batch.memories.append(rec)
+        batch.vectors[rec.memory_id] = vector
+        batch.changes.append(
+            change(
+                rec,
+                OpType.UPDATE,
+                change_id_for(rec.memory_id, "UPDATE", fi.task_id, seq),
+                now,
+                before=old.content,
+                after=text,
+                reason=f"merged with fact {fi.memory_id}",
+                task_id=fi.task_id,
+            )
+        )
+        idx.upsert(rec, vector)
+        r.updated += 1
+        r.memory_ids.append(rec.memory_id)
+
+    def _supersede(
+        self,
+        idx: UserIndex,
+        counters: Counters,
+        fi: FactItem,
+        d: Decision,
+        new_id: str,
+        r: TaskResult,
+        batch: WriteBatch,
+        now: datetime,
+        seq: int,
+    ) -> None:
+        old = idx.records.get(d.target_id or "")
+        if old is None:
+            return
+        rec = dataclasses.replace(
+            old, status=Status.SUPERSEDED, invalid_at=now, superseded_by=new_id, updated_at=now
+        )
+        batch.memories.append(rec)
+        batch.changes.append(
+            change(
+                rec,
+                OpType.SUPERSEDE,
+                change_id_for(rec.memory_id, "SUPERSEDE", fi.task_id, seq),
+                now,
+                before=old.content,
+                after=fi.fact.text,
+                reason=f"contradicted by {new_id}",
+                task_id=fi.task_id,
+            )
+        )
+        idx.remove(old.memory_id)
+        counters.apply(delta_for(old.level, old.app_id, old.is_important, -1))
+        r.superseded += 1
+
+    # ------------------------------------------------------------------ capacity
+    def admit(
+        self,
+        idx: UserIndex,
+        counters: Counters,
+        rec: MemoryRecord,
+        r: TaskResult,
+        batch: WriteBatch,
+        now: datetime,
+        cause: str,
+    ) -> bool:
+        """Make room for ``rec`` (evicting per DESIGN §7) or refuse it with 42901."""
+        settings = self.s.for_app(rec.app_id)
+        candidates = [
+            EvictionCandidate(
+                m.memory_id,
+                m.level,
+                m.app_id,
+                weight_now(
+                    m.weight,
+                    m.weight_at,
+                    now,
+                    settings,
+                    is_important=m.is_important,
+                    ownership=m.ownership,
+                    custom_tags=m.custom_tags,
+                ),
+                m.last_recalled_at,
+                m.is_important,
+            )
+            for m in idx.records.values()
+        ]
+        plan = plan_admission(counters, rec.level, rec.app_id, candidates, settings)
+        if not plan.allowed:
+            r.failed, r.code = True, int(ErrorCode.CAPACITY_FULL)
+            r.reason = f"capacity full after eviction ({', '.join(plan.blocked_by)})"
+            return False
+        for ev in plan.evictions:
+            old = idx.records[ev.memory_id]
+            status = ev.to_status
+            evicted = dataclasses.replace(
+                old,
+                status=status,
+                weight=ev.weight,
+                weight_at=now,
+                updated_at=now,
+                archived_at=now if status is Status.ARCHIVED else old.archived_at,
+                deleted_at=now if status is Status.DELETED else old.deleted_at,
+            )
+            op = OpType.ARCHIVE if status is Status.ARCHIVED else OpType.DELETE
+            batch.memories.append(evicted)
+            batch.changes.append(
+                change(
+                    evicted,
+                    op,
+                    change_id_for(old.memory_id, str(op), cause),
+                    now,
+                    reason=f"capacity eviction ({ev.dimension} full)",
+                    task_id=cause,
+                    source=OpSource.SYSTEM,
+                )
+            )
+            idx.remove(old.memory_id)
+            counters.apply(ev.counter_delta)
+            r.evicted += 1
+        return True
+
+    def _embed(self, text: str) -> np.ndarray:
+        return self.rt.embedder.embed([text])[0]

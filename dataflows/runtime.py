@@ -1,0 +1,55 @@
+"""Everything a flow step needs, built once per process from settings.
+
+Steps are closures over one Runtime, so tests can hand a flow a runtime wired to the
+test session's servers; the node hands the same object to the API so both share the
+stores, the hot cache and the embedder.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.settings import Settings
+from sinks.crypto import ContentCipher
+from sinks.hot_cache import HotCache
+from sinks.memory_store import MemoryStore
+from sinks.stores import Stores
+from sinks.switches import SwitchStore
+from sinks.tasks import TaskStore
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    stores: Stores
+    memories: MemoryStore
+    cache: HotCache
+    tasks: TaskStore
+    switches: SwitchStore
+    embedder: Any
+    llm: Any
+    stop: threading.Event = field(default_factory=threading.Event)  # ends the flows (EOF)
+
+    @classmethod
+    def build(
+        cls, settings: Settings, stores: Stores, embedder: Any = None, llm: Any = None
+    ) -> Runtime:
+        from models.factory import build_embedder, build_llm
+
+        memories = MemoryStore(stores, ContentCipher.from_settings(settings))
+        cache = HotCache(
+            memories, settings.embedding_dim, settings.hot_cache_budget_mb * 1024 * 1024
+        )
+        memories.subscribe(cache.apply)
+        return cls(
+            settings=settings,
+            stores=stores,
+            memories=memories,
+            cache=cache,
+            tasks=TaskStore(stores.redis),
+            switches=SwitchStore(stores.clickhouse, stores.redis),
+            embedder=embedder if embedder is not None else build_embedder(settings),
+            llm=llm if llm is not None else build_llm(settings),
+        )

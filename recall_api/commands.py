@@ -1,0 +1,58 @@
+"""Send a management command through `memory.commands` and wait for the keyed writer.
+
+The wait is bounded; the command id doubles as an idempotency key, so a caller that
+timed out may resend the same ``request_id`` without writing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from recall_api.errors import ApiError
+from recall_api.services import Services
+from schemas.commands import Command, result_key
+from schemas.errors import ErrorCode
+from schemas.events import TOPIC_COMMANDS
+
+
+async def run_command(
+    svc: Services,
+    op: str,
+    user_id: int,
+    payload: dict[str, Any],
+    request_id: str | None = None,
+    timeout_s: float = 15.0,
+) -> Any:
+    command_id = request_id or f"cmd_{uuid.uuid4().hex}"
+    cmd = Command(
+        op=op, command_id=command_id, user_id=user_id, payload=payload, at=datetime.now(UTC)
+    )
+    bus = svc.stores.kafka
+    bus.produce_json(bus.topic(TOPIC_COMMANDS), str(user_id), cmd.model_dump(mode="json"))
+    result = await asyncio.to_thread(_wait, svc, command_id, timeout_s)
+    if result is None:
+        raise ApiError(
+            ErrorCode.UNAVAILABLE,
+            f"the writer did not answer within {timeout_s:.0f}s; retry with "
+            f"request_id={command_id} (idempotent)",
+            {"request_id": command_id},
+        )
+    if result.get("code", 0) != 0:
+        raise ApiError(ErrorCode(result["code"]), result.get("msg", "command failed"))
+    return result.get("data")
+
+
+def _wait(svc: Services, command_id: str, timeout_s: float) -> dict | None:
+    client = svc.stores.redis.client
+    key = result_key(command_id)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = client.blpop([key], timeout=0.3)  # under the socket timeout of the client
+        if got is not None:
+            return json.loads(got[1])
+    return None

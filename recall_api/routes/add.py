@@ -1,0 +1,110 @@
+"""Write endpoints: add (async, through Kafka), add_structured (sync), task status."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from recall_api.commands import run_command
+from recall_api.deps import CallerDep, ServicesDep
+from recall_api.errors import ApiError
+from recall_api.services import Services
+from schemas.commands import StructuredMemory
+from schemas.enums import Level, Ownership
+from schemas.errors import ErrorCode
+from schemas.events import TOPIC_CONVERSATIONS, UINT64_MAX, ConversationEvent, Message, Strategy
+
+router = APIRouter(prefix="/memory/v1", tags=["write"])
+
+
+class AddRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: int = Field(ge=0, le=UINT64_MAX)
+    app_id: str | None = Field(default=None, min_length=1, max_length=128)
+    session_id: str | None = Field(default=None, max_length=128)
+    ownership: Ownership = Ownership.USER
+    level: Level | None = None
+    messages: list[Message] = Field(min_length=1)
+    strategy: Strategy | None = None
+
+
+class StructuredRequest(StructuredMemory):
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+def check_switch(svc: Services, user_id: int, app_id: str | None) -> None:
+    switches = svc.switches.get(user_id)
+    if not switches.global_enabled:
+        raise ApiError(ErrorCode.SWITCHED_OFF, "memory is switched off for this user")
+    if app_id and app_id in switches.disabled_apps:
+        raise ApiError(ErrorCode.SWITCHED_OFF, f"memory is switched off for app '{app_id}'")
+
+
+@router.post("/add")
+def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    """Accept turns for extraction; answers at once with a task id to poll."""
+    caller.check_app(body.app_id)
+    s = svc.settings
+    if len(body.messages) > s.max_turns_per_event:
+        raise ApiError(ErrorCode.BAD_PARAMETER, f"at most {s.max_turns_per_event} messages per add")
+    for i, m in enumerate(body.messages):
+        if len(m.content.encode("utf-8")) > s.max_message_bytes:
+            raise ApiError(
+                ErrorCode.BAD_PARAMETER,
+                f"messages[{i}].content exceeds {s.max_message_bytes} bytes",
+            )
+    try:
+        event = ConversationEvent(
+            task_id=f"t_{uuid.uuid4().hex[:24]}", **body.model_dump(exclude_none=True)
+        )
+    except ValueError as exc:
+        raise ApiError(ErrorCode.BAD_PARAMETER, str(exc).splitlines()[-1].strip()) from None
+    check_switch(svc, body.user_id, body.app_id)
+    payload = event.model_dump(mode="json", exclude_none=True)
+    tasks, bus = svc.tasks, svc.stores.kafka
+    tasks.accepted(event.task_id, body.user_id)
+
+    def delivered(err, _msg) -> None:
+        if err is not None:
+            from sinks.tasks import TaskResult
+
+            tasks.finish(
+                [
+                    TaskResult(
+                        event.task_id,
+                        body.user_id,
+                        failed=True,
+                        code=int(ErrorCode.UNAVAILABLE),
+                        reason=f"could not hand over to Kafka: {err}",
+                    )
+                ]
+            )
+
+    bus.produce_json(
+        bus.topic(TOPIC_CONVERSATIONS), str(body.user_id), payload, on_delivery=delivered
+    )
+    return {"code": 0, "msg": "ok", "data": {"task_id": event.task_id, "accepted": True}}
+
+
+@router.post("/add_structured")
+async def add_structured(
+    body: StructuredRequest, svc: ServicesDep, caller: CallerDep
+) -> dict[str, Any]:
+    """Write one memory directly (no extraction, no evolution); answers once durable."""
+    caller.check_app(body.app_id)
+    check_switch(svc, body.user_id, body.app_id)
+    payload = body.model_dump(mode="json", exclude={"request_id", "user_id"}, exclude_none=True)
+    data = await run_command(svc, "add_structured", body.user_id, payload, body.request_id)
+    return {"code": 0, "msg": "ok", "data": data}
+
+
+@router.get("/tasks/{task_id}")
+def task_status(task_id: str, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    found = svc.tasks.get(task_id)
+    if found is None:
+        raise ApiError(ErrorCode.NOT_FOUND, f"unknown task '{task_id}' (or its status expired)")
+    return {"code": 0, "msg": "ok", "data": found}

@@ -1,0 +1,49 @@
+"""`memory.commands`: management writes applied by the one keyed writer per user.
+
+Versioned (``v``) internal contract. The API produces a command and waits (bounded) for
+its result, which the writer pushes to Redis under ``cmdres:<command_id>``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.enums import Level, MemType, Ownership
+from schemas.events import UINT64_MAX
+
+COMMAND_VERSION = 1
+
+
+class StructuredMemory(BaseModel):
+    """Body of add_structured (DESIGN §6): written directly, no extraction or evolution."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: int = Field(ge=0, le=UINT64_MAX)
+    app_id: str | None = Field(default=None, min_length=1, max_length=128)
+    session_id: str | None = Field(default=None, min_length=1, max_length=128)
+    level: Level | None = None
+    ownership: Ownership = Ownership.USER
+    mem_type: MemType = MemType.SEMANTIC
+    content: str = Field(min_length=1, max_length=8192)
+    is_important: bool = False
+    expire_at: datetime | None = None
+    custom_tags: dict[str, Any] = Field(default_factory=dict)
+
+
+class Command(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: int = COMMAND_VERSION
+    op: str
+    command_id: str = Field(min_length=1, max_length=128)
+    user_id: int = Field(ge=0, le=UINT64_MAX)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    at: datetime | None = None
+
+
+def result_key(command_id: str) -> str:
+    return f"cmdres:{command_id}"

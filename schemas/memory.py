@@ -1,0 +1,120 @@
+"""The memory record and the change-log record, as they live in ClickHouse (DESIGN §5).
+
+Plain slotted dataclasses rather than pydantic models: the hot paths hold thousands of
+them per user and copy them on every mutation (``dataclasses.replace``). ``content`` is
+plaintext here; sinks encrypt it at rest.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+
+
+@dataclass(slots=True)
+class MemoryRecord:
+    memory_id: str
+    user_id: int
+    content: str
+    content_hash: str
+    level: Level
+    ownership: Ownership
+    mem_type: MemType
+    weight: float
+    weight_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    valid_at: datetime
+    app_id: str | None = None
+    session_id: str | None = None
+    status: Status = Status.ACTIVE
+    is_important: bool = False
+    recall_count: int = 0
+    last_recalled_at: datetime | None = None
+    expire_at: datetime | None = None
+    archived_at: datetime | None = None
+    deleted_at: datetime | None = None
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
+    source_session_id: str | None = None
+    source_msg_id: str | None = None
+    custom_tags: dict[str, Any] = field(default_factory=dict)
+    version: int = 0
+
+    @property
+    def vector_ref(self) -> str:
+        return self.memory_id
+
+    def public(self) -> dict[str, Any]:
+        """The caller-facing fields (no hash, no version)."""
+        return {
+            "memory_id": self.memory_id,
+            "content": self.content,
+            "user_id": self.user_id,
+            "app_id": self.app_id,
+            "session_id": self.session_id,
+            "level": str(self.level),
+            "ownership": str(self.ownership),
+            "mem_type": str(self.mem_type),
+            "status": str(self.status),
+            "weight": round(self.weight, 6),
+            "is_important": self.is_important,
+            "recall_count": self.recall_count,
+            "created_at": _iso(self.created_at),
+            "updated_at": _iso(self.updated_at),
+            "last_recalled_at": _iso(self.last_recalled_at),
+            "expire_at": _iso(self.expire_at),
+            "archived_at": _iso(self.archived_at),
+            "deleted_at": _iso(self.deleted_at),
+            "valid_at": _iso(self.valid_at),
+            "invalid_at": _iso(self.invalid_at),
+            "superseded_by": self.superseded_by,
+            "custom_tags": self.custom_tags,
+            "source": {"session_id": self.source_session_id, "msg_id": self.source_msg_id},
+        }
+
+
+@dataclass(slots=True, frozen=True)
+class ChangeRecord:
+    change_id: str
+    memory_id: str
+    user_id: int
+    op_type: OpType
+    op_time: datetime
+    op_source: OpSource = OpSource.SYSTEM
+    app_id: str | None = None
+    level: Level = Level.GLOBAL
+    content_before: str = ""
+    content_after: str = ""
+    reason: str = ""
+    task_id: str = ""
+    sanitized: bool = False
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "change_id": self.change_id,
+            "memory_id": self.memory_id,
+            "user_id": self.user_id,
+            "app_id": self.app_id,
+            "level": str(self.level),
+            "op_type": str(self.op_type),
+            "content_before": self.content_before,
+            "content_after": self.content_after,
+            "reason": self.reason,
+            "op_source": str(self.op_source),
+            "op_time": _iso(self.op_time),
+            "task_id": self.task_id,
+            "sanitized": self.sanitized,
+        }
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return dt.isoformat().replace("+00:00", "Z") if dt is not None else None
+
+
+def tags_json(tags: dict[str, Any]) -> str:
+    return json.dumps(tags, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

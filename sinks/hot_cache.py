@@ -1,0 +1,100 @@
+"""The per-user hot cache: UserIndex objects loaded on first touch, LRU by memory budget.
+
+Filled from ClickHouse (records) and Milvus (vectors); kept current by the write
+listener of :class:`sinks.memory_store.MemoryStore` in-process and by ``memory.changes``
+across processes (``invalidate``). Only ACTIVE memories live here; the archive and time
+travel go to Milvus. Caches are derivable, so nothing here is ever snapshotted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from core.user_index import UserIndex
+from schemas.enums import Status
+from sinks.memory_store import MemoryStore, WriteBatch
+
+
+class HotCache:
+    def __init__(self, store: MemoryStore, dim: int, budget_bytes: int):
+        self.store = store
+        self.dim = dim
+        self.budget = budget_bytes
+        self._users: OrderedDict[int, UserIndex] = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict[int, threading.Lock] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._users)
+
+    def peek(self, user_id: int) -> UserIndex | None:
+        with self._lock:
+            idx = self._users.get(user_id)
+            if idx is not None:
+                self._users.move_to_end(user_id)
+            return idx
+
+    def get(self, user_id: int) -> UserIndex:
+        """The user's index, loading it from the stores on a miss (one loader per user)."""
+        idx = self.peek(user_id)
+        if idx is not None:
+            self.hits += 1
+            return idx
+        with self._lock:
+            loader = self._loading.setdefault(user_id, threading.Lock())
+        with loader:
+            idx = self.peek(user_id)
+            if idx is None:
+                self.misses += 1
+                idx = self._load(user_id)
+                with self._lock:
+                    self._users[user_id] = idx
+                    self._evict()
+        with self._lock:
+            self._loading.pop(user_id, None)
+        return idx
+
+    def _load(self, user_id: int) -> UserIndex:
+        records = self.store.load(user_id, statuses=[Status.ACTIVE])
+        vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
+        idx = UserIndex(user_id, self.dim, capacity=max(64, len(records)))
+        for r in records:
+            vec = vectors.get(r.memory_id)
+            if vec is not None:  # missing vectors are the reconcile pass's to repair
+                idx.upsert(r, vec)
+        return idx
+
+    def _evict(self) -> None:
+        total = sum(i.nbytes for i in self._users.values())
+        while total > self.budget and len(self._users) > 1:
+            _, dropped = self._users.popitem(last=False)
+            total -= dropped.nbytes
+
+    def invalidate(self, user_id: int) -> None:
+        with self._lock:
+            self._users.pop(user_id, None)
+
+    def apply(self, batch: WriteBatch) -> None:
+        """Write listener: mirror an applied batch into the users we hold."""
+        for m in batch.memories:
+            idx = self.peek(m.user_id)
+            if idx is None:
+                continue
+            with idx.lock:
+                vec = batch.vectors.get(m.memory_id)
+                if m.status is Status.ACTIVE and m.invalid_at is None:
+                    if vec is None and m.memory_id not in idx:
+                        self.invalidate(m.user_id)  # e.g. a restore: reload with its vector
+                        continue
+                    idx.upsert(m, vec)
+                else:
+                    idx.remove(m.memory_id)
+        for mid in batch.milvus_deletes:
+            with self._lock:
+                holders = [i for i in self._users.values() if mid in i]
+            for idx in holders:
+                with idx.lock:
+                    idx.remove(mid)

@@ -1,0 +1,311 @@
+"""The durable write and read path of memories: ClickHouse is the record, Milvus follows.
+
+``write(batch)`` makes one round trip per store: a columnar insert of new memory
+versions and one of change-log rows into ClickHouse, one Milvus upsert (full rows when
+a vector is given, partial scalar rows otherwise), one publish to ``memory.changes``.
+A Milvus write that still fails after retries is queued in Redis for the reconcile pass
+(``reconcile:pending``), so a memory is never missing from one store for ever. In-process
+listeners (the hot caches) see every applied batch at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from core.timeutil import epoch_ms
+from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+from schemas.events import TOPIC_CHANGES
+from schemas.memory import ChangeRecord, MemoryRecord, tags_json
+from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
+from sinks.crypto import ContentCipher
+from sinks.errors import StoreUnavailable
+from sinks.stores import Stores
+
+log = logging.getLogger(__name__)
+RECONCILE_KEY = "reconcile:pending"
+
+
+@dataclass
+class WriteBatch:
+    memories: list[MemoryRecord] = field(default_factory=list)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    changes: list[ChangeRecord] = field(default_factory=list)
+    milvus_deletes: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.memories or self.changes or self.milvus_deletes)
+
+    def extend(self, other: WriteBatch) -> None:
+        self.memories.extend(other.memories)
+        self.vectors.update(other.vectors)
+        self.changes.extend(other.changes)
+        self.milvus_deletes.extend(other.milvus_deletes)
+
+
+Listener = Callable[[WriteBatch], None]
+
+
+class MemoryStore:
+    def __init__(self, stores: Stores, cipher: ContentCipher, milvus_retries: int = 3):
+        self.stores = stores
+        self.cipher = cipher
+        self.db = stores.clickhouse.database
+        self._retries = milvus_retries
+        self._listeners: list[Listener] = []
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    # ------------------------------------------------------------------ writes
+    def write(self, batch: WriteBatch) -> None:
+        if not batch:
+            return
+        version = time.time_ns()
+        ch = self.stores.clickhouse
+        ch.insert("memories", [self._row(m, version) for m in batch.memories], MEMORY_COLUMNS)
+        ch.insert(
+            "memory_changelog", [self._change_row(c) for c in batch.changes], CHANGELOG_COLUMNS
+        )
+        for m in batch.memories:
+            m.version = version
+        self._write_milvus(batch)
+        self._publish(batch)
+        for listener in self._listeners:
+            try:
+                listener(batch)
+            except Exception:
+                log.exception("write listener failed")
+
+    def _write_milvus(self, batch: WriteBatch) -> None:
+        full = [
+            milvus_row(m, batch.vectors[m.memory_id])
+            for m in batch.memories
+            if m.memory_id in batch.vectors
+        ]
+        partial = [milvus_row(m, None) for m in batch.memories if m.memory_id not in batch.vectors]
+        mv = self.stores.milvus
+        for attempt in range(self._retries):
+            try:
+                if full:
+                    mv.upsert(full)
+                if partial:
+                    mv.client.upsert(mv.collection, partial, partial_update=True)
+                if batch.milvus_deletes:
+                    mv.delete(batch.milvus_deletes)
+                return
+            except Exception as exc:
+                log.warning(
+                    "milvus write failed",
+                    extra={"fields": {"attempt": attempt + 1, "error": str(exc)[:200]}},
+                )
+                time.sleep(0.1 * 2**attempt)
+        ids = [m.memory_id for m in batch.memories] + batch.milvus_deletes
+        try:
+            self.stores.redis.client.sadd(RECONCILE_KEY, *ids)
+        except Exception:
+            log.error("reconcile queue unavailable; the periodic reconcile will find the drift")
+
+    def _publish(self, batch: WriteBatch) -> None:
+        for c in batch.changes:
+            if c.op_type is OpType.NONE:
+                continue
+            event = {
+                "op": str(c.op_type),
+                "memory_id": c.memory_id,
+                "user_id": c.user_id,
+                "scope": {"level": str(c.level), "app_id": c.app_id},
+                "at": c.op_time.isoformat(),
+                "change_id": c.change_id,
+                "task_id": c.task_id or None,
+            }
+            try:
+                self.stores.kafka.produce_json(
+                    self.stores.kafka.topic(TOPIC_CHANGES), str(c.user_id), event
+                )
+            except StoreUnavailable:
+                log.warning("memory.changes publish skipped: producer queue full")
+
+    def _row(self, m: MemoryRecord, version: int) -> list[Any]:
+        values = {
+            "memory_id": m.memory_id,
+            "user_id": m.user_id,
+            "app_id": m.app_id,
+            "session_id": m.session_id,
+            "level": str(m.level),
+            "ownership": str(m.ownership),
+            "mem_type": str(m.mem_type),
+            "content": self.cipher.encrypt(m.content),
+            "content_hash": m.content_hash,
+            "weight": float(m.weight),
+            "weight_at": m.weight_at,
+            "status": str(m.status),
+            "is_important": int(m.is_important),
+            "recall_count": m.recall_count,
+            "created_at": m.created_at,
+            "updated_at": m.updated_at,
+            "last_recalled_at": m.last_recalled_at,
+            "expire_at": m.expire_at,
+            "archived_at": m.archived_at,
+            "deleted_at": m.deleted_at,
+            "valid_at": m.valid_at,
+            "invalid_at": m.invalid_at,
+            "superseded_by": m.superseded_by,
+            "source_session_id": m.source_session_id,
+            "source_msg_id": m.source_msg_id,
+            "custom_tags": tags_json(m.custom_tags),
+            "vector_ref": m.vector_ref,
+            "version": version,
+        }
+        return [values[c] for c in MEMORY_COLUMNS]
+
+    def _change_row(self, c: ChangeRecord) -> list[Any]:
+        values = {
+            "change_id": c.change_id,
+            "memory_id": c.memory_id,
+            "user_id": c.user_id,
+            "app_id": c.app_id,
+            "level": str(c.level),
+            "op_type": str(c.op_type),
+            "content_before": "" if c.sanitized else self.cipher.encrypt(c.content_before),
+            "content_after": "" if c.sanitized else self.cipher.encrypt(c.content_after),
+            "reason": c.reason,
+            "op_source": str(c.op_source),
+            "op_time": c.op_time,
+            "task_id": c.task_id,
+            "sanitized": int(c.sanitized),
+        }
+        return [values[col] for col in CHANGELOG_COLUMNS]
+
+    # ------------------------------------------------------------------ reads
+    def load(
+        self,
+        user_id: int,
+        statuses: Iterable[Status] | None = None,
+        memory_ids: Iterable[str] | None = None,
+    ) -> list[MemoryRecord]:
+        """Current versions of a user's memories (FINAL), decrypted."""
+        where = ["user_id = {u:UInt64}"]
+        params: dict[str, Any] = {"u": user_id}
+        if statuses is not None:
+            params["st"] = [str(s) for s in statuses]
+            where.append("status IN {st:Array(String)}")
+        if memory_ids is not None:
+            params["ids"] = list(memory_ids)
+            where.append("memory_id IN {ids:Array(String)}")
+        rows = self.stores.clickhouse.query_dicts(
+            f"SELECT * FROM {self.db}.memories FINAL WHERE {' AND '.join(where)}", params
+        )
+        return [self._record(r) for r in rows]
+
+    def get(self, user_id: int, memory_id: str) -> MemoryRecord | None:
+        found = self.load(user_id, memory_ids=[memory_id])
+        return found[0] if found else None
+
+    def hashes(self, user_id: int) -> dict[str, str]:
+        """content_hash → memory_id of the user's live (not deleted/purged) memories."""
+        rows = self.stores.clickhouse.query(
+            f"SELECT content_hash, memory_id FROM {self.db}.memories FINAL "
+            "WHERE user_id = {u:UInt64} AND status IN ('ACTIVE', 'ARCHIVED')",
+            {"u": user_id},
+        )
+        return {h: mid for h, mid in rows}
+
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), 500):
+            for row in self.stores.milvus.get(ids[start : start + 500], ["memory_id", "vector"]):
+                out[row["memory_id"]] = np.asarray(row["vector"], dtype=np.float32)
+        return out
+
+    def _record(self, r: dict[str, Any]) -> MemoryRecord:
+        return MemoryRecord(
+            memory_id=r["memory_id"],
+            user_id=int(r["user_id"]),
+            content=self.cipher.decrypt(r["content"]),
+            content_hash=r["content_hash"],
+            level=Level(r["level"]),
+            ownership=Ownership(r["ownership"]),
+            mem_type=MemType(r["mem_type"]),
+            weight=float(r["weight"]),
+            weight_at=_utc(r["weight_at"]),
+            created_at=_utc(r["created_at"]),
+            updated_at=_utc(r["updated_at"]),
+            valid_at=_utc(r["valid_at"]),
+            app_id=r["app_id"],
+            session_id=r["session_id"],
+            status=Status(r["status"]),
+            is_important=bool(r["is_important"]),
+            recall_count=int(r["recall_count"]),
+            last_recalled_at=_utc(r["last_recalled_at"]),
+            expire_at=_utc(r["expire_at"]),
+            archived_at=_utc(r["archived_at"]),
+            deleted_at=_utc(r["deleted_at"]),
+            invalid_at=_utc(r["invalid_at"]),
+            superseded_by=r["superseded_by"],
+            source_session_id=r["source_session_id"],
+            source_msg_id=r["source_msg_id"],
+            custom_tags=json.loads(r["custom_tags"] or "{}"),
+            version=int(r["version"]),
+        )
+
+
+def milvus_row(m: MemoryRecord, vector: np.ndarray | None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "memory_id": m.memory_id,
+        "user_id": str(m.user_id),
+        "app_id": m.app_id or "",
+        "session_id": m.session_id or "",
+        "level": str(m.level),
+        "ownership": str(m.ownership),
+        "mem_type": str(m.mem_type),
+        "status": str(m.status),
+        "is_important": m.is_important,
+        "tags": m.custom_tags,
+        "valid_at": epoch_ms(m.valid_at),
+        "invalid_at": epoch_ms(m.invalid_at) if m.invalid_at else 0,
+    }
+    if vector is not None:
+        row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
+    return row
+
+
+def _utc(dt: datetime | None) -> datetime | None:
+    if dt is None:
+        return None
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+def change(
+    memory: MemoryRecord,
+    op: OpType,
+    change_id: str,
+    at: datetime,
+    *,
+    before: str = "",
+    after: str = "",
+    reason: str = "",
+    task_id: str = "",
+    source: OpSource = OpSource.SYSTEM,
+) -> ChangeRecord:
+    return ChangeRecord(
+        change_id=change_id,
+        memory_id=memory.memory_id,
+        user_id=memory.user_id,
+        op_type=op,
+        op_time=at,
+        op_source=source,
+        app_id=memory.app_id,
+        level=memory.level,
+        content_before=before,
+        content_after=after,
+        reason=reason,
+        task_id=task_id,
+    )

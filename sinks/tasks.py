@@ -1,0 +1,127 @@
+"""Status of `add` tasks in Redis: accepted → processing → done | failed.
+
+Redis is a cache: a task whose status was lost (Redis flushed) reads as unknown, the
+memories themselves are safe in ClickHouse. Entries expire after a week.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis
+
+from sinks.redis_store import RedisStore
+
+TTL_S = 7 * 24 * 3600
+COUNT_FIELDS = ("added", "updated", "superseded", "skipped", "evicted")
+
+
+@dataclass
+class TaskResult:
+    task_id: str
+    user_id: int
+    added: int = 0
+    updated: int = 0
+    superseded: int = 0
+    skipped: int = 0
+    evicted: int = 0
+    failed: bool = False
+    code: int = 0
+    reason: str = ""
+    degraded: bool = False
+    memory_ids: list[str] = field(default_factory=list)
+
+    def merge(self, other: TaskResult) -> None:
+        for name in COUNT_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.memory_ids.extend(other.memory_ids)
+        self.degraded = self.degraded or other.degraded
+        if other.failed:
+            self.failed, self.code, self.reason = True, other.code, other.reason
+
+
+def _key(task_id: str) -> str:
+    return f"task:{task_id}"
+
+
+class TaskStore:
+    def __init__(self, redis_store: RedisStore):
+        self._redis = redis_store
+
+    def accepted(self, task_id: str, user_id: int) -> None:
+        now = time.time()
+        pipe = self._redis.client.pipeline()
+        pipe.hset(
+            _key(task_id),
+            mapping={
+                "status": "accepted",
+                "user_id": user_id,
+                "accepted_at": now,
+                "updated_at": now,
+            },
+        )
+        pipe.expire(_key(task_id), TTL_S)
+        pipe.execute()
+
+    def processing(self, task_ids: list[str]) -> None:
+        """Mark tasks as picked up; a task already finished (a replay) stays finished."""
+        if not task_ids:
+            return
+        client = self._redis.client
+        pipe = client.pipeline()
+        for tid in task_ids:
+            pipe.hget(_key(tid), "status")
+        states = pipe.execute()
+        now = time.time()
+        pipe = client.pipeline()
+        for tid, state in zip(task_ids, states, strict=True):
+            if state in (None, "accepted"):
+                pipe.hset(_key(tid), mapping={"status": "processing", "updated_at": now})
+                pipe.expire(_key(tid), TTL_S)
+        pipe.execute()
+
+    def finish(self, results: list[TaskResult]) -> None:
+        if not results:
+            return
+        now = time.time()
+        pipe = self._redis.client.pipeline()
+        for r in results:
+            data = asdict(r)
+            mapping: dict[str, Any] = {
+                "status": "failed" if r.failed else "done",
+                "user_id": r.user_id,
+                "updated_at": now,
+                "counts": json.dumps({n: data[n] for n in COUNT_FIELDS}),
+                "memory_ids": json.dumps(r.memory_ids[:1000]),
+                "degraded": int(r.degraded),
+                "code": r.code,
+                "reason": r.reason,
+            }
+            pipe.hset(_key(r.task_id), mapping=mapping)
+            pipe.expire(_key(r.task_id), TTL_S)
+        pipe.execute()
+
+    def get(self, task_id: str) -> dict[str, Any] | None:
+        try:
+            raw = self._redis.client.hgetall(_key(task_id))
+        except redis.RedisError:
+            return None
+        if not raw:
+            return None
+        out: dict[str, Any] = {
+            "task_id": task_id,
+            "status": raw.get("status", "accepted"),
+            "user_id": int(raw["user_id"]) if raw.get("user_id") else None,
+            "updated_at": float(raw.get("updated_at", 0)),
+        }
+        if "counts" in raw:
+            out["counts"] = json.loads(raw["counts"])
+            out["memory_ids"] = json.loads(raw.get("memory_ids", "[]"))
+            out["degraded"] = raw.get("degraded") == "1"
+        if raw.get("status") == "failed":
+            out["code"] = int(raw.get("code") or 0)
+            out["reason"] = raw.get("reason", "")
+        return out
