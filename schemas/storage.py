@@ -76,7 +76,7 @@ def clickhouse_ddl(db: str) -> list[str]:
             sanitized UInt8
         ) ENGINE = ReplacingMergeTree
         PARTITION BY toYYYYMM(op_time)
-        ORDER BY (user_id, op_time, change_id)""",
+        ORDER BY (user_id, change_id)""",
         f"""CREATE TABLE IF NOT EXISTS {db}.memory_settings (
             user_id UInt64,
             app_id String,

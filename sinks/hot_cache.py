@@ -58,14 +58,36 @@ class HotCache:
         return idx
 
     def _load(self, user_id: int) -> UserIndex:
-        records = self.store.load(user_id, statuses=[Status.ACTIVE])
+        return self._load_many([user_id])[user_id]
+
+    def _load_many(self, user_ids: list[int]) -> dict[int, UserIndex]:
+        """Indexes for several users with one ClickHouse query and one Milvus read."""
+        records = self.store.load_many(user_ids, statuses=[Status.ACTIVE])
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
-        idx = UserIndex(user_id, self.dim, capacity=max(64, len(records)))
+        by_user: dict[int, list] = {u: [] for u in user_ids}
         for r in records:
-            vec = vectors.get(r.memory_id)
-            if vec is not None:  # missing vectors are the reconcile pass's to repair
-                idx.upsert(r, vec)
-        return idx
+            by_user[r.user_id].append(r)
+        out = {}
+        for user_id, recs in by_user.items():
+            idx = UserIndex(user_id, self.dim, capacity=max(64, len(recs)))
+            for r in recs:
+                vec = vectors.get(r.memory_id)
+                if vec is not None:  # missing vectors are the reconcile pass's to repair
+                    idx.upsert(r, vec)
+            out[user_id] = idx
+        return out
+
+    def warm(self, user_ids: list[int]) -> None:
+        """Load every user not cached yet in one round trip per store (batch prefetch)."""
+        with self._lock:
+            missing = sorted({u for u in user_ids if u not in self._users})
+        if not missing:
+            return
+        loaded = self._load_many(missing)
+        with self._lock:
+            for user_id, idx in loaded.items():
+                self._users.setdefault(user_id, idx)
+            self._evict()
 
     def _evict(self) -> None:
         total = sum(i.nbytes for i in self._users.values())

@@ -192,8 +192,17 @@ class MemoryStore:
         memory_ids: Iterable[str] | None = None,
     ) -> list[MemoryRecord]:
         """Current versions of a user's memories (FINAL), decrypted."""
-        where = ["user_id = {u:UInt64}"]
-        params: dict[str, Any] = {"u": user_id}
+        return self.load_many([user_id], statuses, memory_ids)
+
+    def load_many(
+        self,
+        user_ids: list[int],
+        statuses: Iterable[Status] | None = None,
+        memory_ids: Iterable[str] | None = None,
+    ) -> list[MemoryRecord]:
+        """As ``load`` for several users in one query."""
+        where = ["user_id IN {u:Array(UInt64)}"]
+        params: dict[str, Any] = {"u": list(user_ids)}
         if statuses is not None:
             params["st"] = [str(s) for s in statuses]
             where.append("status IN {st:Array(String)}")

@@ -29,30 +29,40 @@ class SwitchStore:
         self._redis = redis_store
 
     def get(self, user_id: int) -> Switches:
-        try:
-            raw = self._redis.client.hgetall(_key(user_id))
-        except redis.RedisError:
-            raw = {}
-        if _LOADED not in raw:
-            raw = self._load(user_id)
-        disabled = frozenset(
-            app for app, on in raw.items() if app not in (_LOADED, ALL_APPS) and on == "0"
-        )
-        return Switches(global_enabled=raw.get(ALL_APPS, "1") != "0", disabled_apps=disabled)
+        return self.get_many([user_id])[user_id]
 
-    def _load(self, user_id: int) -> dict[str, str]:
-        rows = self._ch.query(
-            f"SELECT app_id, enabled FROM {self._ch.database}.memory_settings FINAL "
-            "WHERE user_id = {u:UInt64}",
-            {"u": user_id},
-        )
-        raw = {app: str(int(on)) for app, on in rows}
-        raw[_LOADED] = "1"
+    def get_many(self, user_ids: list[int]) -> dict[int, Switches]:
+        """Switches of several users: one Redis pipeline, one ClickHouse query for misses."""
+        users = list(dict.fromkeys(user_ids))
         try:
-            self._redis.client.hset(_key(user_id), mapping=raw)
+            pipe = self._redis.client.pipeline()
+            for u in users:
+                pipe.hgetall(_key(u))
+            raws = dict(zip(users, pipe.execute(), strict=True))
+        except redis.RedisError:
+            raws = {u: {} for u in users}
+        missing = [u for u, raw in raws.items() if _LOADED not in raw]
+        if missing:
+            raws.update(self._load(missing))
+        return {u: _switches(raw) for u, raw in raws.items()}
+
+    def _load(self, user_ids: list[int]) -> dict[int, dict[str, str]]:
+        rows = self._ch.query(
+            f"SELECT user_id, app_id, enabled FROM {self._ch.database}.memory_settings FINAL "
+            "WHERE user_id IN {u:Array(UInt64)}",
+            {"u": user_ids},
+        )
+        raws: dict[int, dict[str, str]] = {u: {_LOADED: "1"} for u in user_ids}
+        for user_id, app, on in rows:
+            raws[int(user_id)][app] = str(int(on))
+        try:
+            pipe = self._redis.client.pipeline()
+            for u, raw in raws.items():
+                pipe.hset(_key(u), mapping=raw)
+            pipe.execute()
         except redis.RedisError:
             pass
-        return raw
+        return raws
 
     def set(self, user_id: int, app_id: str | None, enabled: bool) -> None:
         """Durable first (ClickHouse), then the cache, so a crash never loses a switch-off."""
@@ -62,4 +72,11 @@ class SwitchStore:
             [[user_id, app, int(enabled), datetime.now(UTC), time.time_ns()]],
             ["user_id", "app_id", "enabled", "updated_at", "version"],
         )
-        self._load(user_id)
+        self._load([user_id])
+
+
+def _switches(raw: dict[str, str]) -> Switches:
+    disabled = frozenset(
+        app for app, on in raw.items() if app not in (_LOADED, ALL_APPS) and on == "0"
+    )
+    return Switches(global_enabled=raw.get(ALL_APPS, "1") != "0", disabled_apps=disabled)

@@ -86,9 +86,16 @@ class TaskStore:
     def finish(self, results: list[TaskResult]) -> None:
         if not results:
             return
-        now = time.time()
-        pipe = self._redis.client.pipeline()
+        client = self._redis.client
+        pipe = client.pipeline()
         for r in results:
+            pipe.hget(_key(r.task_id), "status")
+        states = pipe.execute()
+        now = time.time()
+        pipe = client.pipeline()
+        for r, state in zip(results, states, strict=True):
+            if state in ("done", "failed"):
+                continue  # a replay after a crash: the first outcome stands
             data = asdict(r)
             mapping: dict[str, Any] = {
                 "status": "failed" if r.failed else "done",

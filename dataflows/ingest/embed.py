@@ -1,14 +1,21 @@
-"""Embedding step: one model call for the facts of many users' batches."""
+"""Embedding step: one model call for the facts of many users' batches.
+
+Identical texts in a batch are embedded once, and the hot indexes of every user in the
+batch are prefetched together (one ClickHouse query, one Milvus read) so the keyed
+writer that follows never loads users one by one.
+"""
 
 from __future__ import annotations
 
 from dataflows.ingest.items import Extracted
 
 
-def embed_all(embedder: object, batches: list[Extracted]) -> list[Extracted]:
+def embed_all(embedder: object, cache: object, batches: list[Extracted]) -> list[Extracted]:
+    cache.warm([b.user_id for b in batches])
     facts = [f for b in batches for f in b.facts]
     if facts:
-        vectors = embedder.embed([f.fact.text.strip() for f in facts])
-        for f, v in zip(facts, vectors, strict=True):
-            f.vector = v
+        texts = list(dict.fromkeys(f.fact.text.strip() for f in facts))
+        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
+        for f in facts:
+            f.vector = vectors[f.fact.text.strip()]
     return batches

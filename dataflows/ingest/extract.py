@@ -16,7 +16,7 @@ def extract(llm: object, batch: TurnBatch, today_fn=lambda: datetime.now(UTC).da
     """Facts of every event in the batch; an LLM failure fails the batch's tasks visibly."""
     first = batch.events[0].event
     out = Extracted(user_id=first.user_id, tasks=list(batch.events))
-    context = list(batch.context)
+    context = list(batch.context) if getattr(llm, "uses_context", True) else []
     messages = context + [m for i in batch.events for m in i.event.messages]
     owners = []  # message position -> (incoming, position inside its event)
     for inc in batch.events:

@@ -59,22 +59,28 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
             return parse_command(origin, s)
         return parse_conversation(origin, s)
 
-    def gate(item):
-        if isinstance(item, Rejected):
-            return Applied(WriteBatch(), rejected=[item])
-        if isinstance(item, Incoming):
-            e = item.event
-            switches = rt.switches.get(e.user_id)
-            if not switches.global_enabled or (e.app_id and e.app_id in switches.disabled_apps):
-                result = TaskResult(
-                    item.task_id,
-                    e.user_id,
-                    failed=True,
-                    code=int(ErrorCode.SWITCHED_OFF),
-                    reason="memory is switched off for this user/app",
-                )
-                return Applied(WriteBatch(), results=[result])
-        return item
+    def gate(msgs: list[KafkaSourceMessage]) -> list:
+        """Parse a whole input batch, then check every user's switch in one round trip."""
+        items = [parse(m) for m in msgs]
+        users = [i.event.user_id for i in items if isinstance(i, Incoming)]
+        switches = rt.switches.get_many(users) if users else {}
+        out = []
+        for item in items:
+            if isinstance(item, Rejected):
+                item = Applied(WriteBatch(), rejected=[item])
+            elif isinstance(item, Incoming):
+                e, sw = item.event, switches[item.event.user_id]
+                if not sw.global_enabled or (e.app_id and e.app_id in sw.disabled_apps):
+                    result = TaskResult(
+                        item.task_id,
+                        e.user_id,
+                        failed=True,
+                        code=int(ErrorCode.SWITCHED_OFF),
+                        reason="memory is switched off for this user/app",
+                    )
+                    item = Applied(WriteBatch(), results=[result])
+            out.append(item)
+        return out
 
     def window(state):
         return SessionWindow(state, s.session_gap_s, s.session_max_turns, s.context_turns)
@@ -90,16 +96,14 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
 
     flow = Dataflow(flow_id)
     raw = op.input("in", flow, source or kafka_source(rt))  # KafkaSourceMessage
-    gated = op.map(
-        "gate", op.map("parse", raw, parse), gate
-    )  # Incoming | IncomingCommand | Applied
+    gated = op.flat_map_batch("gate", raw, gate)  # Incoming | IncomingCommand | Applied
     is_conv = op.branch("is_conv", gated, lambda x: isinstance(x, Incoming))
     is_cmd = op.branch("is_cmd", is_conv.falses, lambda x: isinstance(x, IncomingCommand))
     windows = op.stateful("window", op.key_on("by_session", is_conv.trues, window_key), window)
     extracted = op.map("extract", op.key_rm("unkey_window", windows), run_extract)  # Extracted
     shard = op.key_on("embed_shard", extracted, lambda _: "all")
     groups = op.collect("embed_batch", shard, timeout=timedelta(milliseconds=20), max_size=64)
-    embedded = op.flat_map("embed", groups, lambda kv: embed_all(rt.embedder, kv[1]))
+    embedded = op.flat_map("embed", groups, lambda kv: embed_all(rt.embedder, rt.cache, kv[1]))
     to_writer = op.merge("to_writer", embedded, is_cmd.trues)  # Extracted | IncomingCommand
     by_user = op.key_on("by_user", to_writer, _user_key)
     applied = op.key_rm("unkey_user", op.stateful_map("write", by_user, write))  # Applied

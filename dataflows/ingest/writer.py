@@ -302,7 +302,7 @@ class Writer:
     ) -> bool:
         """Make room for ``rec`` (evicting per DESIGN §7) or refuse it with 42901."""
         settings = self.s.for_app(rec.app_id)
-        candidates = [
+        candidates = (  # lazy: walked only when a dimension is full
             EvictionCandidate(
                 m.memory_id,
                 m.level,
@@ -319,8 +319,8 @@ class Writer:
                 m.last_recalled_at,
                 m.is_important,
             )
-            for m in idx.records.values()
-        ]
+            for m in list(idx.records.values())
+        )
         plan = plan_admission(counters, rec.level, rec.app_id, candidates, settings)
         if not plan.allowed:
             r.failed, r.code = True, int(ErrorCode.CAPACITY_FULL)

@@ -35,6 +35,11 @@ _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 class LLM(ABC):
     """The two tasks of memstream's intelligence (DESIGN §8)."""
 
+    # Whether earlier turns given as context help extraction. A model reads them to
+    # resolve "it" and "there"; the rules provider reads each turn alone, so the caller
+    # need not send them (and its per-call dedup would otherwise hide a repeated fact).
+    uses_context: bool = True
+
     @property
     @abstractmethod
     def name(self) -> str:

@@ -23,6 +23,8 @@ from schemas.events import Message, Strategy
 class RulesLLM(LLM):
     """Same interface as the LLM providers; thread-safe (no shared mutable state)."""
 
+    uses_context = False
+
     def __init__(self, near_duplicate_similarity: float = 0.95) -> None:
         self.near_duplicate_similarity = near_duplicate_similarity
 

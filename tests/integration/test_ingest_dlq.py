@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.integration

@@ -1,0 +1,20 @@
+"""Run the ingest flow on its own: ``python -m bytewax.run dataflows.ingest.main:flow``.
+
+Settings come from the environment (``MEMSTREAM_*``) as for the node; add ``-r DIR -s
+SECS -b SECS`` for recovery (create the store once with ``python -m bytewax.recovery``).
+"""
+
+from __future__ import annotations
+
+from core.logs import setup_logging
+from core.settings import get_settings
+from dataflows.ingest.flow import build_flow
+from dataflows.runtime import Runtime
+from sinks.stores import Stores
+
+_settings = get_settings()
+setup_logging(_settings.log_level, _settings.log_json)
+_stores = Stores.from_settings(_settings)
+_stores.setup()
+_stores.kafka.ensure_topics()
+flow = build_flow(Runtime.build(_settings, _stores))

@@ -1,0 +1,71 @@
+"""A throw-away local stack for benchmarks: Kafka and Redis on free ports, stores in a
+temporary data dir, one Runtime — the same parts the node runs, none of a user's data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.settings import Settings
+from dataflows.runtime import Runtime
+from ops import stack
+from ops.procs import free_port
+from sinks.stores import Stores
+
+
+@dataclass
+class BenchStack:
+    settings: Settings
+    stores: Stores
+    runtime: Runtime
+    data_dir: Path
+
+
+@contextlib.contextmanager
+def bench_stack(base: Settings, keep: bool = False, **overrides: Any) -> Iterator[BenchStack]:
+    data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
+    bootstrap = f"127.0.0.1:{free_port()}"
+    redis_url = f"redis://127.0.0.1:{free_port()}/0"
+    stores = None
+    try:
+        stack.start_redis(data_dir, redis_url)
+        stack.start_kafka(data_dir, bootstrap, partitions=base.kafka_partitions)
+        settings = base.model_copy(
+            update={
+                "data_dir": data_dir,
+                "kafka_bootstrap": bootstrap,
+                "redis_url": redis_url,
+                "clickhouse_url": f"chdb://{data_dir / 'clickhouse'}",
+                "milvus_uri": str(data_dir / "milvus" / "bench.db"),
+                "kafka_topic_prefix": "",
+                **overrides,
+            }
+        )
+        stores = Stores.from_settings(settings)
+        stores.setup()
+        stores.kafka.ensure_topics()
+        yield BenchStack(settings, stores, Runtime.build(settings, stores), data_dir)
+    finally:
+        if stores is not None:
+            stores.close()
+        stack.stop(data_dir)
+        if not keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def percentiles(values: list[float], points: tuple[int, ...] = (50, 95, 99)) -> dict[str, float]:
+    """Nearest-rank percentiles (same definition for every bench)."""
+    if not values:
+        return {f"p{p}": float("nan") for p in points}
+    ordered = sorted(values)
+    out = {}
+    for p in points:
+        rank = max(1, -(-p * len(ordered) // 100))  # ceil(p·n/100)
+        out[f"p{p}"] = ordered[rank - 1]
+    return out

@@ -1,0 +1,138 @@
+"""`memstream bench ingest`: Kafka → stores throughput and add→recallable freshness.
+
+Two phases on a fresh local stack with the configured providers (default: rules LLM,
+MiniLM embedder), the ingest flow running in-process as in the node:
+
+1. saturation — N conversations (2 user turns, 2 facts each, many users) produced as
+   fast as Kafka takes them; throughput = facts stored / (last task done − first produce);
+2. freshness — conversations at a fixed rate well under saturation; per task, the time
+   from produce to "done". A task is done only after its memories are in ClickHouse and
+   Milvus and the hot cache, i.e. recallable, so done time is add→recallable time.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any
+
+from confluent_kafka import Producer
+
+from core.settings import Settings
+from dataflows.ingest.flow import build_flow
+from dataflows.runner import FlowThread
+from ops.bench_env import BenchStack, bench_stack, percentiles
+from schemas.events import TOPIC_CONVERSATIONS
+
+CITIES = ["Lisbon", "Porto", "Madrid", "Berlin", "Osaka", "Lima", "Quito", "Oslo", "Cairo", "Perth"]
+FOODS = ["sushi", "ramen", "tacos", "paella", "pho", "curry", "dumplings", "falafel"]
+JOBS = ["nurse", "carpenter", "teacher", "pilot", "chef", "lawyer", "architect", "farmer"]
+PETS = ["dog", "cat", "parrot", "rabbit", "turtle", "hamster"]
+NAMES = ["Luna", "Max", "Kiwi", "Oscar", "Mochi", "Biscuit", "Pepper", "Nala"]
+
+
+def _turns(rng: random.Random) -> list[str]:
+    """Two first-person facts; numbers and names make nearly every text unique."""
+    n = rng.randint(2, 400)
+    pool = [
+        f"I live in {rng.choice(CITIES)} at number {n} of the old street.",
+        f"My favourite food is {rng.choice(FOODS)} with {n} grams of {rng.choice(FOODS)}.",
+        f"I work as a {rng.choice(JOBS)} for a company with {n} employees.",
+        f"I have a {rng.choice(PETS)} named {rng.choice(NAMES)} who is {n % 20 + 1} years old.",
+        f"I started learning {rng.choice(['piano', 'Spanish', 'chess', 'pottery'])} in "
+        f"{rng.randint(1990, 2025)} and practise {n % 9 + 1} hours a week.",
+    ]
+    return rng.sample(pool, 2)
+
+
+def _produce(
+    env: BenchStack, n: int, users: int, rate: float | None, seed: int, tag: str
+) -> dict[str, float]:
+    rng = random.Random(seed)
+    producer = Producer({"bootstrap.servers": env.settings.kafka_bootstrap, "linger.ms": 2})
+    topic = env.stores.kafka.topic(TOPIC_CONVERSATIONS)
+    sent: dict[str, float] = {}
+    start = time.perf_counter()
+    for i in range(n):
+        if rate:
+            delay = start + i / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        user = 1_000_000 + rng.randrange(users)
+        task = f"{tag}-{i}"
+        event = {
+            "task_id": task,
+            "user_id": user,
+            "messages": [
+                {"role": "user", "content": t, "msg_id": f"{task}-{j}"}
+                for j, t in enumerate(_turns(rng))
+            ],
+        }
+        sent[task] = time.time()
+        producer.produce(topic, key=str(user).encode(), value=json.dumps(event).encode())
+        producer.poll(0)
+    producer.flush(60)
+    return sent
+
+
+def _wait_done(env: BenchStack, sent: dict[str, float], timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    results: dict[str, dict] = {}
+    pending = list(sent)
+    while pending and time.monotonic() < deadline:
+        still = []
+        for task in pending:
+            status = env.runtime.tasks.get(task)
+            if status and status["status"] in ("done", "failed"):
+                results[task] = status
+            else:
+                still.append(task)
+        pending = still
+        if pending:
+            time.sleep(0.2)
+    return {"results": results, "missing": len(pending)}
+
+
+def bench_ingest(
+    settings: Settings,
+    conversations: int = 3000,
+    users: int = 2000,
+    rate: float = 40.0,
+    freshness_n: int = 400,
+) -> dict[str, Any]:
+    with bench_stack(settings) as env:
+        flow = FlowThread(
+            "ingest", lambda: build_flow(env.runtime), env.data_dir, stop=env.runtime.stop
+        )
+        flow.start()
+        env.runtime.embedder.embed(["warm up the model"])
+        _wait_done(env, _produce(env, 20, users, None, 1, "warm"), 60)
+
+        sent = _produce(env, conversations, users, None, 2, "sat")
+        done = _wait_done(env, sent, 900)
+        results = done["results"].values()
+        finished = max((r["updated_at"] for r in results), default=time.time())
+        elapsed = finished - min(sent.values())
+        facts = sum(
+            r.get("counts", {}).get("added", 0) + r.get("counts", {}).get("updated", 0)
+            for r in results
+        )
+
+        fresh_sent = _produce(env, freshness_n, users, rate, 3, "fresh")
+        fresh = _wait_done(env, fresh_sent, 300)
+        lat = [(r["updated_at"] - fresh_sent[t]) * 1000 for t, r in fresh["results"].items()]
+        flow.stop()
+        return {
+            "conversations": conversations,
+            "elapsed_s": round(elapsed, 2),
+            "conversations_per_s": round(len(results) / elapsed, 1),
+            "facts_stored": facts,
+            "facts_per_s": round(facts / elapsed, 1),
+            "failed_tasks": sum(1 for r in results if r["status"] == "failed"),
+            "missing_tasks": done["missing"] + fresh["missing"],
+            "freshness_rate_per_s": rate,
+            **{f"freshness_{k}_ms": round(v, 1) for k, v in percentiles(lat).items()},
+            "embedder": env.runtime.embedder.name,
+            "llm": env.runtime.llm.name,
+        }
