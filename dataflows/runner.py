@@ -3,7 +3,10 @@
 Each flow runs in a daemon thread under ``bytewax.run.cli_main`` with its recovery store
 under ``<data_dir>/recovery/<flow>``, created once. A flow that raises (a broker that
 went away, say) is rebuilt and restarted with backoff; recovery resumes it from its
-last snapshot, and deterministic ids make the replay harmless.
+last snapshot, and deterministic ids make the replay harmless. ``on_failure`` runs
+before the restart: the ingest flow drops the hot cache there, because its writer
+updates the cache ahead of the durable write, and a batch that failed to become durable
+must not look "already stored" to its own replay.
 """
 
 from __future__ import annotations
@@ -38,8 +41,10 @@ class FlowThread(threading.Thread):
         data_dir: Path | None,
         epoch_s: float = 2.0,
         stop: threading.Event | None = None,
+        on_failure: Callable[[], None] | None = None,
     ):
         super().__init__(name=f"flow-{name}", daemon=True)
+        self._on_failure = on_failure
         self.flow_name = name
         self._build = build
         self._data_dir = data_dir
@@ -69,6 +74,8 @@ class FlowThread(threading.Thread):
             except Exception as exc:
                 self.running.clear()
                 self.restarts += 1
+                if self._on_failure is not None:
+                    self._on_failure()
                 if time.monotonic() - started > 60:
                     delay = 1.0
                 log.error(

@@ -103,7 +103,11 @@ def bench_ingest(
 ) -> dict[str, Any]:
     with bench_stack(settings) as env:
         flow = FlowThread(
-            "ingest", lambda: build_flow(env.runtime), env.data_dir, stop=env.runtime.stop
+            "ingest",
+            lambda: build_flow(env.runtime),
+            env.data_dir,
+            stop=env.runtime.stop,
+            on_failure=env.runtime.cache.clear,
         )
         flow.start()
         env.runtime.embedder.embed(["warm up the model"])

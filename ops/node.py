@@ -18,6 +18,9 @@ import uvicorn
 from core.logs import setup_logging
 from core.settings import Settings, SettingsError, get_settings
 from dataflows.ingest.flow import build_flow as build_ingest
+from dataflows.lifecycle.flow import build_flow as build_lifecycle
+from dataflows.lifecycle.schedule import LifecyclePasses
+from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
 from dataflows.runtime import Runtime
 from recall_api.app import create_app
@@ -49,10 +52,23 @@ def serve(settings: Settings) -> None:
     )
     topics.start()
     rt = Runtime.build(settings, stores)
-    ingest = FlowThread("ingest", lambda: build_ingest(rt), settings.data_path, stop=rt.stop)
+    ingest = FlowThread(
+        "ingest",
+        lambda: build_ingest(rt),
+        settings.data_path,
+        stop=rt.stop,
+        on_failure=rt.cache.clear,
+    )
     ingest.start()
+    lifecycle = FlowThread(
+        "lifecycle", lambda: build_lifecycle(rt), settings.data_path, stop=rt.stop
+    )
+    lifecycle.start()
+    passes = LifecyclePasses(rt, KafkaVia(stores))  # periodic passes; stop with rt.stop
+    passes.start()
     services = Services(settings, stores, rt.memories, rt.cache, rt.tasks, rt.switches, rt.embedder)
     app = create_app(settings, stores, services)
+    app.state.lifecycle_runner = passes.run  # POST /admin/v1/lifecycle/run
     config = uvicorn.Config(
         app,
         host=settings.api_host,
@@ -77,6 +93,8 @@ def serve(settings: Settings) -> None:
     finally:
         stop.set()
         ingest.stop()
+        lifecycle.stop()
+        passes.join()
         stores.close()
         log.info("node stopped", extra={"fields": {"uptime_s": round(time.monotonic() - started)}})
 

@@ -11,7 +11,7 @@ from core.settings import Settings
 from recall_api import health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
-from recall_api.routes import add
+from recall_api.routes import add, admin, manage, privacy, recall, session
 from recall_api.services import Services
 from sinks.stores import Stores
 
@@ -44,6 +44,10 @@ def create_app(settings: Settings, stores: Stores, services: Services | None = N
         return response
 
     app.include_router(health.router)
+    app.include_router(admin.router)  # loopback only; needs app.state.lifecycle_runner
     if services is not None:
         app.include_router(add.router)
+        app.include_router(recall.router)
+        for router in (manage.router, privacy.router, session.router):
+            app.include_router(router)
     return app

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.settings import Settings
+from sinks.changelog import ChangeLog
 from sinks.hot_cache import HotCache
 from sinks.memory_store import MemoryStore
 from sinks.stores import Stores
@@ -22,3 +23,7 @@ class Services:
     tasks: TaskStore
     switches: SwitchStore
     embedder: Any
+
+    @property
+    def changelog(self) -> ChangeLog:
+        return ChangeLog(self.stores.clickhouse, self.memories.cipher)

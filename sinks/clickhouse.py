@@ -58,12 +58,16 @@ class ClickHouseStore:
     def embedded(self) -> bool:
         return self.url.startswith("chdb://")
 
-    def setup(self) -> None:
-        """Connect, create database and tables if absent, record the schema version."""
+    def connect(self) -> None:
+        """Connect without touching the schema (read-only tools)."""
         try:
             self._client = _connect(self.url, self._user, self._password)
         except Exception as exc:  # driver raises many kinds on connect
             raise StoreUnavailable(f"clickhouse: cannot connect to {self.url}: {exc}") from exc
+
+    def setup(self) -> None:
+        """Connect, create database and tables if absent, record the schema version."""
+        self.connect()
         for stmt in clickhouse_ddl(self.database):
             self.command(stmt)
         found = self.query(f"SELECT max(version) FROM {self.database}.schema_migrations")
@@ -109,6 +113,23 @@ class ClickHouseStore:
         with self._lock:
             result = client.query(sql, parameters=parameters)
         return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
+
+    def query_readonly(self, sql: str, max_rows: int = 10_000) -> tuple[list[str], list[tuple]]:
+        """An analyst's query, made harmless twice over.
+
+        The text is wrapped as a subquery, so anything but a single SELECT is a syntax
+        error, and runs with a query-level ``SETTINGS readonly = 1``. (Client-level
+        settings are not used: chDB keeps them for the whole shared session, which
+        would turn every later write of the process read-only.)
+        """
+        body = sql.strip().rstrip(";")
+        if ";" in body:
+            raise ValueError("one statement at a time")
+        wrapped = f"SELECT * FROM ({body}) LIMIT {int(max_rows)} SETTINGS readonly = 1"
+        client = self._require()
+        with self._lock:
+            result = client.query(wrapped)
+        return list(result.column_names), [tuple(r) for r in result.result_rows]
 
     def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
         """One round trip for the whole batch (columnar insert, never literal VALUES)."""

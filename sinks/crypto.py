@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import os
 from pathlib import Path
 
@@ -28,6 +29,14 @@ class DecryptionError(ValueError):
 class ContentCipher:
     def __init__(self, key: bytes):
         self._aead = AESGCM(hashlib.sha256(key).digest())
+        self._sign_key = hashlib.sha256(b"memstream-sign:" + key).digest()
+
+    def sign(self, message: str) -> str:
+        """HMAC-SHA256 of ``message`` (e.g. an expiring download link), hex."""
+        return hmac.new(self._sign_key, message.encode(), hashlib.sha256).hexdigest()
+
+    def verify(self, message: str, signature: str) -> bool:
+        return hmac.compare_digest(self.sign(message), signature)
 
     @classmethod
     def from_settings(cls, s: Settings) -> ContentCipher:

@@ -95,6 +95,11 @@ class HotCache:
             _, dropped = self._users.popitem(last=False)
             total -= dropped.nbytes
 
+    def clear(self) -> None:
+        """Forget every user (they reload from the stores on next touch)."""
+        with self._lock:
+            self._users.clear()
+
     def invalidate(self, user_id: int) -> None:
         with self._lock:
             self._users.pop(user_id, None)

@@ -39,15 +39,17 @@ class WriteBatch:
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     changes: list[ChangeRecord] = field(default_factory=list)
     milvus_deletes: list[str] = field(default_factory=list)
+    purge_ids: list[str] = field(default_factory=list)  # physical purge (lifecycle)
 
     def __bool__(self) -> bool:
-        return bool(self.memories or self.changes or self.milvus_deletes)
+        return bool(self.memories or self.changes or self.milvus_deletes or self.purge_ids)
 
     def extend(self, other: WriteBatch) -> None:
         self.memories.extend(other.memories)
         self.vectors.update(other.vectors)
         self.changes.extend(other.changes)
         self.milvus_deletes.extend(other.milvus_deletes)
+        self.purge_ids.extend(other.purge_ids)
 
 
 Listener = Callable[[WriteBatch], None]
@@ -74,6 +76,8 @@ class MemoryStore:
         ch.insert(
             "memory_changelog", [self._change_row(c) for c in batch.changes], CHANGELOG_COLUMNS
         )
+        if batch.purge_ids:
+            self._purge(sorted(set(batch.purge_ids)))
         for m in batch.memories:
             m.version = version
         self._write_milvus(batch)
@@ -83,6 +87,18 @@ class MemoryStore:
                 listener(batch)
             except Exception:
                 log.exception("write listener failed")
+
+    def _purge(self, ids: list[str]) -> None:
+        """Physical purge: every version leaves every read at once (lightweight DELETE; the
+        bytes go at the next merge) and the memory's change-log content is blanked."""
+        ch, p = self.stores.clickhouse, {"ids": ids}
+        ch.command(f"DELETE FROM {self.db}.memories WHERE memory_id IN {{ids:Array(String)}}", p)
+        ch.command(
+            f"ALTER TABLE {self.db}.memory_changelog UPDATE content_before = '', "
+            "content_after = '', sanitized = 1 WHERE memory_id IN {ids:Array(String)} "
+            "SETTINGS mutations_sync = 1",
+            p,
+        )
 
     def _write_milvus(self, batch: WriteBatch) -> None:
         full = [

@@ -111,7 +111,12 @@ def ingest(runtime):
     from dataflows.runner import FlowThread
 
     thread = FlowThread(
-        "ingest-test", lambda: build_flow(runtime), data_dir=None, epoch_s=1.0, stop=runtime.stop
+        "ingest-test",
+        lambda: build_flow(runtime),
+        data_dir=None,
+        epoch_s=1.0,
+        stop=runtime.stop,
+        on_failure=runtime.cache.clear,
     )
     thread.start()
     thread.running.wait(30)
@@ -137,3 +142,27 @@ def api(settings, stores, runtime):
     )
     with TestClient(create_app(settings, stores, services)) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def lifecycle(runtime, ingest):
+    """The lifecycle flow (memory.recall_hits → recall_hits commands) in a thread.
+
+    Windows of 0.5 s instead of the default 5 s; the keyed writer of ``ingest`` applies
+    the commands.
+    """
+    import dataclasses
+
+    from dataflows.lifecycle.flow import build_flow
+    from dataflows.runner import FlowThread
+
+    rt = dataclasses.replace(
+        runtime, settings=runtime.settings.model_copy(update={"recall_hits_window_s": 0.5})
+    )
+    thread = FlowThread(
+        "lifecycle-test", lambda: build_flow(rt), data_dir=None, epoch_s=1.0, stop=runtime.stop
+    )
+    thread.start()
+    thread.running.wait(30)
+    yield thread
+    thread.stop()

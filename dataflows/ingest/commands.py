@@ -43,17 +43,17 @@ def apply_command(writer: Writer, item: IncomingCommand, now: datetime | None = 
         reason = f"unknown command op '{cmd.op}'"
         return Applied(
             WriteBatch(),
-            command_results=[(cmd.command_id, _error(ErrorCode.BAD_PARAMETER, reason))],
+            command_results=[(cmd.command_id, error(ErrorCode.BAD_PARAMETER, reason))],
             rejected=[Rejected(reason, item.source)],
         )
     return fn(writer, item, now)
 
 
-def _error(code: ErrorCode, msg: str) -> dict:
+def error(code: ErrorCode, msg: str) -> dict:
     return {"code": int(code), "msg": msg}
 
 
-def _ok(data: dict) -> dict:
+def ok(data: dict) -> dict:
     return {"code": 0, "msg": "ok", "data": data}
 
 
@@ -66,7 +66,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
         return Applied(
             WriteBatch(),
             command_results=[
-                (cmd.command_id, _error(ErrorCode.BAD_PARAMETER, str(exc.errors()[0]["msg"])))
+                (cmd.command_id, error(ErrorCode.BAD_PARAMETER, str(exc.errors()[0]["msg"])))
             ],
         )
     level = body.level or (Level.APP if body.app_id else Level.GLOBAL)
@@ -76,7 +76,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
             command_results=[
                 (
                     cmd.command_id,
-                    _error(
+                    error(
                         ErrorCode.BAD_PARAMETER,
                         f"level {level} needs {'app_id' if level is Level.APP else 'session_id'}",
                     ),
@@ -96,7 +96,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
                 command_results=[
                     (
                         cmd.command_id,
-                        _ok({"memory_id": existing, "duplicate": existing != memory_id}),
+                        ok({"memory_id": existing, "duplicate": existing != memory_id}),
                     )
                 ],
             )
@@ -109,7 +109,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
                 command_results=[
                     (
                         cmd.command_id,
-                        _error(
+                        error(
                             ErrorCode.IMPORTANT_LIMIT, "important-mark limit reached for this scope"
                         ),
                     )
@@ -144,7 +144,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
         if not writer.admit(idx, counters, rec, result, batch, now, cmd.command_id):
             return Applied(
                 batch,
-                command_results=[(cmd.command_id, _error(ErrorCode.CAPACITY_FULL, result.reason))],
+                command_results=[(cmd.command_id, error(ErrorCode.CAPACITY_FULL, result.reason))],
             )
         vector = writer.rt.embedder.embed([text])[0]
         batch.memories.append(rec)
@@ -167,7 +167,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
         command_results=[
             (
                 cmd.command_id,
-                _ok({"memory_id": memory_id, "duplicate": False, "evicted": result.evicted}),
+                ok({"memory_id": memory_id, "duplicate": False, "evicted": result.evicted}),
             )
         ],
     )

@@ -19,6 +19,7 @@ from bytewax.connectors.kafka import KafkaSourceMessage
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 
+from dataflows.ingest import management  # noqa: F401  (registers the management commands)
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.embed import embed_all
 from dataflows.ingest.extract import extract
@@ -28,6 +29,7 @@ from dataflows.ingest.parse import parse_command, parse_conversation
 from dataflows.ingest.sink import MemorySink
 from dataflows.ingest.window import SessionWindow, window_key
 from dataflows.ingest.writer import Writer
+from dataflows.lifecycle import commands as _lifecycle  # noqa: F401  (lifecycle, recall_hits)
 from dataflows.runtime import Runtime
 from dataflows.sources import StoppableKafkaSource
 from schemas.errors import ErrorCode

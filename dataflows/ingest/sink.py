@@ -35,6 +35,7 @@ def merge_applied(items: list[Applied]) -> Applied:
         merged.batch.vectors.update(a.batch.vectors)
         merged.batch.changes.extend(a.batch.changes)
         merged.batch.milvus_deletes.extend(a.batch.milvus_deletes)
+        merged.batch.purge_ids.extend(a.batch.purge_ids)
         merged.results.extend(a.results)
         merged.command_results.extend(a.command_results)
         merged.rejected.extend(a.rejected)

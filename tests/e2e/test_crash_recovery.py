@@ -11,6 +11,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -87,22 +89,32 @@ def test_sigkill_mid_ingest_then_restart_stores_every_fact_exactly_once(servers,
             what="the node's topics",
         )
         producer = Producer({"bootstrap.servers": servers.kafka_bootstrap, "linger.ms": 5})
-        tasks = []
+        tasks, events = [], []
         for i in range(PER_USER):
             for u in range(N_USERS):
                 task = f"crash-{base_user}-{u}-{i}"
                 tasks.append(task)
-                event = {
-                    "task_id": task,
-                    "user_id": base_user + u,
-                    "messages": [{"role": "user", "content": FACTS[i], "msg_id": f"m{i}"}],
-                }
-                producer.produce(
-                    f"{prefix}memory.conversations",
-                    key=str(base_user + u).encode(),
-                    value=json.dumps(event).encode(),
+                events.append(
+                    (
+                        str(base_user + u).encode(),
+                        json.dumps(
+                            {
+                                "task_id": task,
+                                "user_id": base_user + u,
+                                "messages": [
+                                    {"role": "user", "content": FACTS[i], "msg_id": f"m{i}"}
+                                ],
+                            }
+                        ).encode(),
+                    )
                 )
-        assert producer.flush(30) == 0
+
+        def produce(batch: list, per_s: float) -> None:
+            for key, value in batch:
+                producer.produce(f"{prefix}memory.conversations", key=key, value=value)
+                producer.poll(0)
+                time.sleep(1 / per_s)
+            assert producer.flush(30) == 0
 
         def done() -> int:
             pipe = r.pipeline()
@@ -110,12 +122,18 @@ def test_sigkill_mid_ingest_then_restart_stores_every_fact_exactly_once(servers,
                 pipe.hget(f"task:{t}", "status")
             return sum(1 for s in pipe.execute() if s == "done")
 
-        wait_for(lambda: done() >= 60, timeout=180, interval=0.05, what="some tasks done")
+        # a first wave, fully processed; the rest keeps arriving while the node is killed
+        produce(events[:N_USERS], per_s=2000)
+        wait_for(lambda: done() >= 60, timeout=180, interval=0.05, what="the first wave")
+        rest = threading.Thread(target=produce, args=(events[N_USERS:], 200.0))
+        rest.start()
+        time.sleep(0.8)
         pid = node.pid()
         assert pid is not None
         os.killpg(pid, signal.SIGKILL)
         wait_for(lambda: node.pid() is None, timeout=10, what="the node to die")
         assert done() < len(tasks), "the kill came too late to test anything"
+        rest.join(60)
 
         stack.start_node(data_dir, env)
         wait_for(lambda: done() == len(tasks), timeout=300, interval=0.5, what="all tasks done")

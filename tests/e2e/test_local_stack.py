@@ -106,3 +106,45 @@ def test_up_refuses_a_port_taken_by_someone_else(stack_env) -> None:
         result = _cli(env, "up", timeout=60)
     assert result.returncode != 0
     assert "already in use" in result.stderr
+
+
+def test_cli_sql_export_import_against_a_running_node(stack_env, tmp_path) -> None:
+    import httpx
+
+    env, ports = stack_env
+    assert _cli(env, "up").returncode == 0
+    api = f"http://127.0.0.1:{ports['api']}/memory/v1"
+    added = httpx.post(
+        f"{api}/add_structured",
+        json={"user_id": 501, "app_id": "notes", "content": "I keep my keys in the blue bowl"},
+        timeout=30,
+    ).json()
+    assert added["code"] == 0, added
+
+    sql = _cli(
+        env,
+        "sql",
+        "SELECT user_id, status FROM memstream.memories FINAL WHERE user_id = 501",
+        timeout=60,
+    )
+    assert sql.returncode == 0, sql.stderr
+    assert sql.stdout.splitlines() == ["user_id\tstatus", "501\tACTIVE"]
+    refused = _cli(env, "sql", "DROP TABLE memstream.memories", timeout=60)
+    assert refused.returncode != 0 and "syntax error" in refused.stderr.lower()
+    after = _cli(env, "sql", "SELECT count() AS n FROM memstream.memories", timeout=60)
+    assert after.stdout.splitlines() == ["n", "1"]  # nothing dropped; the store still writes
+
+    out = tmp_path / "u501.jsonl"
+    exp = _cli(env, "export", "--user", "501", "--out", str(out), timeout=60)
+    assert exp.returncode == 0, exp.stderr
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["content"] for x in lines if x["type"] == "memory"] == [
+        "I keep my keys in the blue bowl"
+    ]
+    imp = _cli(env, "import", str(out), "--user", "502", timeout=60)
+    assert imp.returncode == 0, imp.stderr
+    again = _cli(env, "import", str(out), "--user", "502", timeout=60)  # idempotent re-run
+    assert again.returncode == 0
+    listed = httpx.post(f"{api}/user/list", json={"user_id": 502}, timeout=30).json()["data"]
+    assert listed["total"] == 1, (imp.stdout, imp.stderr, again.stdout, listed)
+    assert listed["memories"]["APP"]["notes"][0]["content"] == "I keep my keys in the blue bowl"

@@ -77,8 +77,13 @@ def test_same_fact_twice_is_one_memory(runtime, ingest, servers, user_id) -> Non
     wait_for(lambda: _done(runtime, f"d1-{user_id}"), what="first task")
     _produce(servers.kafka_bootstrap, [_event(user_id, f"d2-{user_id}", fact)])  # later batch
     second = wait_for(lambda: _done(runtime, f"d2-{user_id}"), what="second task")
-    assert second["counts"] == {"added": 0, "updated": 0, "superseded": 0, "skipped": 1,
-                                "evicted": 0}
+    assert second["counts"] == {
+        "added": 0,
+        "updated": 0,
+        "superseded": 0,
+        "skipped": 1,
+        "evicted": 0,
+    }
     live = [m for m in runtime.memories.load(user_id) if "lisbon" in m.content.lower()]
     assert len(live) == 1
 

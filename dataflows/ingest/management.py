@@ -1,0 +1,330 @@
+"""Management commands of the keyed writer: update, delete, purge, session close.
+
+Each runs inside the user's writer, under the hot index lock, so it is ordered with
+every ingest mutation of that user. Memories outside the hot index (archived, deleted)
+are read from ClickHouse. Results go back to the waiting API call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+from typing import Any
+
+from core.capacity import delta_for, important_blocked
+from core.hashing import change_id_for, content_hash, stable_id
+from core.weights import initial_weight
+from dataflows.ingest.commands import error, handler, ok
+from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.writer import Writer, counters_of
+from schemas.enums import Level, MemType, OpSource, OpType, Status
+from schemas.errors import ErrorCode
+from schemas.memory import MemoryRecord
+from sinks.memory_store import WriteBatch, change
+from sinks.tasks import TaskResult
+
+LIVE = (Status.ACTIVE, Status.ARCHIVED)
+
+
+def _reply(cmd_id: str, batch: WriteBatch, result: dict) -> Applied:
+    return Applied(batch, command_results=[(cmd_id, result)])
+
+
+def _lookup(writer: Writer, user_id: int, ids: list[str]) -> dict[str, MemoryRecord]:
+    """The user's current records for ``ids``: hot index first, ClickHouse for the rest."""
+    idx = writer.rt.cache.get(user_id)
+    found = {i: idx.records[i] for i in ids if i in idx.records}
+    rest = [i for i in ids if i not in found]
+    if rest:
+        found.update({r.memory_id: r for r in writer.rt.memories.load(user_id, memory_ids=rest)})
+    return found
+
+
+def _soft_delete(
+    writer: Writer,
+    records: list[MemoryRecord],
+    now: datetime,
+    cause: str,
+    reason: str,
+    source: OpSource,
+) -> WriteBatch:
+    idx = writer.rt.cache.get(records[0].user_id) if records else None
+    batch = WriteBatch()
+    for old in records:
+        rec = dataclasses.replace(old, status=Status.DELETED, deleted_at=now, updated_at=now)
+        batch.memories.append(rec)
+        batch.changes.append(
+            change(
+                rec,
+                OpType.DELETE,
+                change_id_for(old.memory_id, "DELETE", cause),
+                now,
+                before=old.content,
+                reason=reason,
+                task_id=cause,
+                source=source,
+            )
+        )
+        if idx is not None:
+            idx.remove(old.memory_id)
+    return batch
+
+
+@handler("update")
+def update(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
+    cmd, p = item.command, item.command.payload
+    idx = writer.rt.cache.get(cmd.user_id)
+    with idx.lock:
+        old = _lookup(writer, cmd.user_id, [p["memory_id"]]).get(p["memory_id"])
+        if old is None or old.status not in LIVE:
+            return _reply(
+                cmd.command_id,
+                WriteBatch(),
+                error(ErrorCode.NOT_FOUND, f"memory '{p['memory_id']}' not found"),
+            )
+        changes: dict[str, Any] = {"updated_at": now}
+        text = (p.get("content") or "").strip()
+        if text and text != old.content:
+            changes.update(
+                content=text,
+                content_hash=content_hash(text),
+                weight_at=now,
+                weight=max(
+                    old.weight,
+                    initial_weight(
+                        old.ownership,
+                        old.mem_type,
+                        writer.s,
+                        is_important=p.get("is_important", old.is_important),
+                    ),
+                ),
+            )
+        if "is_important" in p and p["is_important"] != old.is_important:
+            if (
+                p["is_important"]
+                and old.status is Status.ACTIVE
+                and important_blocked(
+                    counters_of(idx), old.level, old.app_id, writer.s.for_app(old.app_id)
+                )
+            ):
+                return _reply(
+                    cmd.command_id,
+                    WriteBatch(),
+                    error(ErrorCode.IMPORTANT_LIMIT, "important-mark limit reached for this scope"),
+                )
+            changes["is_important"] = bool(p["is_important"])
+            if p["is_important"]:
+                changes["weight"] = max(
+                    changes.get("weight", old.weight), writer.s.weight_important
+                )
+        if "expire_at" in p:  # None clears it
+            changes["expire_at"] = (
+                datetime.fromisoformat(p["expire_at"]) if p["expire_at"] else None
+            )
+        if "custom_tags" in p:
+            changes["custom_tags"] = dict(p["custom_tags"] or {})
+        rec = dataclasses.replace(old, **changes)
+        batch = WriteBatch(memories=[rec])
+        if "content" in changes:
+            batch.vectors[rec.memory_id] = writer.rt.embedder.embed([text])[0]
+        fields = sorted(k for k in changes if k not in ("updated_at", "content_hash", "weight_at"))
+        batch.changes.append(
+            change(
+                rec,
+                OpType.UPDATE,
+                change_id_for(rec.memory_id, "UPDATE", cmd.command_id),
+                now,
+                before=old.content,
+                after=rec.content,
+                reason=f"updated: {', '.join(fields)}",
+                task_id=cmd.command_id,
+                source=OpSource.USER,
+            )
+        )
+        if rec.status is Status.ACTIVE:
+            idx.upsert(rec, batch.vectors.get(rec.memory_id))
+    return _reply(
+        cmd.command_id,
+        batch,
+        ok({"memory_id": rec.memory_id, "updated": fields, "reembedded": "content" in changes}),
+    )
+
+
+def _select(writer: Writer, user_id: int, p: dict[str, Any]) -> list[MemoryRecord]:
+    """Memories a delete/purge names: by ids, or by scope (app_id / level / session_id)."""
+    if p.get("memory_ids"):
+        found = _lookup(writer, user_id, list(p["memory_ids"]))
+        return [r for r in found.values() if r.status in (*LIVE, Status.SUPERSEDED)]
+    rows = writer.rt.memories.load(user_id, statuses=[*LIVE, Status.SUPERSEDED])
+    scope = p.get("scope") or {}
+    if "app_id" in scope:
+        rows = [r for r in rows if (r.app_id or None) == (scope["app_id"] or None)]
+    if scope.get("level"):
+        rows = [r for r in rows if r.level == scope["level"]]
+    if scope.get("session_id"):
+        rows = [r for r in rows if r.session_id == scope["session_id"]]
+    return rows
+
+
+@handler("delete")
+def delete(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
+    cmd, p = item.command, item.command.payload
+    idx = writer.rt.cache.get(cmd.user_id)
+    with idx.lock:
+        targets = _select(writer, cmd.user_id, p)
+        batch = _soft_delete(
+            writer,
+            targets,
+            now,
+            cmd.command_id,
+            p.get("reason") or "deleted",
+            OpSource(p.get("source", "USER")),
+        )
+    asked = list(p.get("memory_ids") or [])
+    missing = sorted(set(asked) - {r.memory_id for r in targets})
+    if asked and len(asked) == 1 and missing:
+        return _reply(
+            cmd.command_id, batch, error(ErrorCode.NOT_FOUND, f"memory '{asked[0]}' not found")
+        )
+    due = now + timedelta(days=writer.s.deleted_retention_days)
+    return _reply(
+        cmd.command_id,
+        batch,
+        ok(
+            {
+                "deleted": len(targets),
+                "memory_ids": [r.memory_id for r in targets],
+                "not_found": missing,
+                "physical_removal_due": due.isoformat(),
+            }
+        ),
+    )
+
+
+@handler("session_close")
+def session_close(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
+    """Promote the valuable SESSION memories, drop the rest, optionally leave a 24 h note.
+
+    Valuable (rules, whatever the LLM provider): important, recalled at least once, or
+    named in ``promote_ids``. Promotion goes to APP when the session has an app, else
+    GLOBAL, and is capacity-checked like any new memory.
+    """
+    cmd, p = item.command, item.command.payload
+    sid, app_id = p["session_id"], p.get("app_id")
+    promote_ids = set(p.get("promote_ids") or [])
+    idx = writer.rt.cache.get(cmd.user_id)
+    batch, result = WriteBatch(), TaskResult(cmd.command_id, cmd.user_id)
+    promoted, dropped, refused = [], [], []
+    with idx.lock:
+        counters = counters_of(idx)
+        session = [
+            r
+            for r in idx.records.values()
+            if r.level is Level.SESSION
+            and r.session_id == sid
+            and (r.app_id or None) == (app_id or None)
+        ]
+        target = Level.APP if app_id else Level.GLOBAL
+        for old in sorted(session, key=lambda r: r.created_at):
+            keep = old.is_important or old.recall_count > 0 or old.memory_id in promote_ids
+            if not keep:
+                dropped.append(old)
+                continue
+            rec = dataclasses.replace(old, level=target, session_id=None, updated_at=now)
+            counters.apply(delta_for(old.level, old.app_id, old.is_important, -1))
+            if not writer.admit(idx, counters, rec, result, batch, now, cmd.command_id):
+                counters.apply(delta_for(old.level, old.app_id, old.is_important))
+                refused.append(old.memory_id)
+                continue
+            counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
+            batch.memories.append(rec)
+            batch.changes.append(
+                change(
+                    rec,
+                    OpType.UPDATE,
+                    change_id_for(rec.memory_id, "PROMOTE", cmd.command_id),
+                    now,
+                    before=old.content,
+                    after=rec.content,
+                    reason=f"promoted from session {sid} to {target}",
+                    task_id=cmd.command_id,
+                    source=OpSource.SYSTEM,
+                )
+            )
+            idx.upsert(rec, None)
+            promoted.append(rec.memory_id)
+        batch.extend(
+            _soft_delete(
+                writer,
+                dropped,
+                now,
+                cmd.command_id,
+                f"session {sid} closed; not promoted",
+                OpSource.SYSTEM,
+            )
+        )
+        pending_id = None
+        if p.get("pending") and session:
+            pending_id = _continuity(writer, idx, batch, cmd.command_id, session, sid, app_id, now)
+    return _reply(
+        cmd.command_id,
+        batch,
+        ok(
+            {
+                "promoted": promoted,
+                "dropped": [r.memory_id for r in dropped],
+                "refused": refused,
+                "pending_memory_id": pending_id,
+            }
+        ),
+    )
+
+
+def _continuity(
+    writer: Writer,
+    idx,
+    batch: WriteBatch,
+    cause: str,
+    session: list[MemoryRecord],
+    sid: str,
+    app_id: str | None,
+    now: datetime,
+) -> str:
+    """A short-lived EPISODIC memory that lets the next session pick up where this one ended."""
+    latest = sorted(session, key=lambda r: r.created_at)[-3:]
+    text = f"Unfinished session {sid}: " + "; ".join(r.content for r in latest)
+    first = session[0]
+    rec = MemoryRecord(
+        memory_id=stable_id("m_", first.user_id, cause, "pending"),
+        user_id=first.user_id,
+        content=text,
+        content_hash=content_hash(text),
+        level=Level.APP if app_id else Level.GLOBAL,
+        ownership=first.ownership,
+        mem_type=MemType.EPISODIC,
+        weight=initial_weight(first.ownership, MemType.EPISODIC, writer.s, time_bound=True),
+        weight_at=now,
+        created_at=now,
+        updated_at=now,
+        valid_at=now,
+        app_id=app_id,
+        expire_at=now + timedelta(hours=writer.s.session_pending_ttl_h),
+        source_session_id=sid,
+        custom_tags={"continuity": sid},
+    )
+    vector = writer.rt.embedder.embed([text])[0]
+    batch.memories.append(rec)
+    batch.vectors[rec.memory_id] = vector
+    batch.changes.append(
+        change(
+            rec,
+            OpType.ADD,
+            change_id_for(rec.memory_id, "ADD", cause),
+            now,
+            after=text,
+            reason=f"continuity of session {sid}",
+            task_id=cause,
+        )
+    )
+    idx.upsert(rec, vector)
+    return rec.memory_id

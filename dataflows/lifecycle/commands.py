@@ -1,0 +1,175 @@
+"""The ``lifecycle`` and ``recall_hits`` commands, applied by the one keyed writer per user.
+
+A pass only *plans* from ClickHouse; the writer re-reads each named memory and re-checks
+the rule at the pass's ``now`` before acting, so a recall or an update that landed in
+between wins. For a user whose hot index is loaded, ACTIVE memories are read from it
+(the freshest state, ahead of the durable store) and the others (DELETED, ARCHIVED) from
+ClickHouse; a memory ClickHouse calls ACTIVE but the index lacks is left for the next
+pass: its vector is missing (the reconcile repairs it first) or a newer, not yet durable
+mutation took it out of ACTIVE. A user without a loaded index has no such pending state,
+so everything is read from ClickHouse and the index is not loaded: a pass over cold
+users must not push the hot ones out of the cache.
+
+Payloads:
+- ``lifecycle``: ``{now, pass_id, memory_ids, reply}``; change ids derive from
+  ``pass_id``, so a replayed command writes the same change-log rows again.
+- ``recall_hits``: ``{at, hits: {memory_id: count}, reply}``; a hit not newer than the
+  memory's ``last_recalled_at`` counts as a replay and is skipped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from contextlib import nullcontext
+from datetime import UTC, datetime
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+
+from core.hashing import change_id_for
+from dataflows.ingest.commands import error, handler, ok
+from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.writer import Writer
+from dataflows.lifecycle.rules import (
+    Action,
+    archive_reason,
+    archived,
+    plan_memory,
+    purge_reason,
+    recovered,
+)
+from schemas.commands import Command
+from schemas.enums import OpSource, OpType, Status
+from schemas.errors import ErrorCode
+from schemas.memory import MemoryRecord
+from sinks.memory_store import WriteBatch, change
+
+LIFECYCLE_OP = "lifecycle"
+RECALL_HITS_OP = "recall_hits"
+
+
+class LifecyclePayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    now: AwareDatetime
+    pass_id: str = Field(min_length=1, max_length=200)
+    memory_ids: list[str] = Field(max_length=100_000)
+    reply: bool = True
+
+
+class RecallHitsPayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    at: AwareDatetime
+    hits: dict[str, int] = Field(max_length=100_000)
+    reply: bool = True
+
+
+def lifecycle_command(
+    user_id: int, now: datetime, pass_id: str, memory_ids: list[str], reply: bool = True
+) -> Command:
+    """One user's share of a pass; the command id is unique so results never mix."""
+    payload = LifecyclePayload(now=now, pass_id=pass_id, memory_ids=memory_ids, reply=reply)
+    return Command(
+        op=LIFECYCLE_OP,
+        command_id=f"lc_{uuid.uuid4().hex}",
+        user_id=user_id,
+        payload=payload.model_dump(mode="json"),
+        at=datetime.now(UTC),
+    )
+
+
+def recall_hits_command(
+    user_id: int, hits: Mapping[str, int], at: datetime, reply: bool = True
+) -> Command:
+    payload = RecallHitsPayload(at=at, hits=dict(hits), reply=reply)
+    return Command(
+        op=RECALL_HITS_OP,
+        command_id=f"rh_{uuid.uuid4().hex}",
+        user_id=user_id,
+        payload=payload.model_dump(mode="json"),
+        at=datetime.now(UTC),
+    )
+
+
+def _bad(cmd: Command, exc: ValidationError) -> Applied:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "payload"
+    msg = f"{cmd.op}: {where}: {first['msg']}"
+    return Applied(
+        WriteBatch(), command_results=[(cmd.command_id, error(ErrorCode.BAD_PARAMETER, msg))]
+    )
+
+
+def _current(writer: Writer, user_id: int, ids: list[str]) -> list[MemoryRecord]:
+    """The records to re-check (see the module docstring for where each comes from)."""
+    idx = writer.rt.cache.peek(user_id)
+    if idx is None:
+        return writer.rt.memories.load(user_id, memory_ids=ids)
+    with idx.lock:
+        hot = {i: idx.records[i] for i in ids if i in idx.records}
+    rest = [i for i in ids if i not in hot]
+    cold = writer.rt.memories.load(user_id, memory_ids=rest) if rest else []
+    return [*hot.values(), *(r for r in cold if r.status is not Status.ACTIVE)]
+
+
+@handler(LIFECYCLE_OP)
+def apply_lifecycle(writer: Writer, item: IncomingCommand, _wall: datetime) -> Applied:
+    cmd = item.command
+    try:
+        p = LifecyclePayload.model_validate(cmd.payload)
+    except ValidationError as exc:
+        return _bad(cmd, exc)
+    s, now, cause = writer.s, p.now, p.pass_id
+    records = _current(writer, cmd.user_id, list(dict.fromkeys(p.memory_ids)))
+    batch = WriteBatch()
+    done: dict[str, list[str]] = {a.value: [] for a in Action}
+    idx = writer.rt.cache.peek(cmd.user_id)
+    with idx.lock if idx is not None else nullcontext():
+        for rec in records:
+            planned = plan_memory(rec, now, s)
+            if planned is None:
+                continue
+            done[planned.action.value].append(rec.memory_id)
+            if planned.action.archives:
+                new = archived(rec, planned, now)
+                batch.memories.append(new)
+                reason, op = archive_reason(planned.action, s), OpType.ARCHIVE
+                if idx is not None:
+                    idx.remove(rec.memory_id)
+            else:
+                new = rec
+                reason, op = purge_reason(planned.action, s), OpType.PURGE
+                batch.milvus_deletes.append(rec.memory_id)
+                batch.purge_ids.append(rec.memory_id)
+            cid = change_id_for(rec.memory_id, str(op), cause)
+            batch.changes.append(
+                change(new, op, cid, now, reason=reason, task_id=cause, source=OpSource.SYSTEM)
+            )
+    data = {**done, "skipped": len(p.memory_ids) - sum(len(v) for v in done.values())}
+    results = [(cmd.command_id, ok(data))] if p.reply else []
+    return Applied(batch, command_results=results)
+
+
+@handler(RECALL_HITS_OP)
+def apply_recall_hits(writer: Writer, item: IncomingCommand, _wall: datetime) -> Applied:
+    cmd = item.command
+    try:
+        p = RecallHitsPayload.model_validate(cmd.payload)
+    except ValidationError as exc:
+        return _bad(cmd, exc)
+    batch = WriteBatch()
+    done, skipped = [], []
+    idx = writer.rt.cache.get(cmd.user_id)
+    with idx.lock:
+        for memory_id, n in p.hits.items():
+            rec = idx.records.get(memory_id)  # only ACTIVE memories recover
+            if rec is None or (rec.last_recalled_at is not None and rec.last_recalled_at >= p.at):
+                skipped.append(memory_id)
+                continue
+            new = recovered(rec, p.at, n, writer.s)
+            batch.memories.append(new)
+            idx.upsert(new, None)
+            done.append(memory_id)
+    results = [(cmd.command_id, ok({"recovered": done, "skipped": skipped}))] if p.reply else []
+    return Applied(batch, command_results=results)

@@ -1,0 +1,200 @@
+"""One lifecycle pass: reconcile, plan from ClickHouse, one ``lifecycle`` command per user.
+
+Planning reads only the rows that may be due: the decay law, the expiry and the two
+retention windows are pushed into the ``WHERE`` of a keyset-paged scan of ``memories
+FINAL`` (one query per page of ``page_size`` rows, ``ORDER BY (user_id, memory_id)``,
+optionally paced by ``pause_s``). The SQL is a slightly generous pre-filter (it ignores
+the persona exemption and keeps a small margin); :func:`rules.plan_memory` decides.
+
+Commands go out in chunks of ``chunk`` users through ``via`` (see ``submit``) and the
+keyed writer re-checks every rule before acting, so the pass itself mutates nothing
+but Milvus repairs (``reconcile``). The clock is only ``now``: ``memstream lifecycle run
+--now T`` decides exactly what a pass at instant T would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from core.timeutil import require_aware
+from dataflows.lifecycle.commands import lifecycle_command
+from dataflows.lifecycle.paging import keyset_pages
+from dataflows.lifecycle.reconcile import RECONCILE_GRACE_S, reconcile
+from dataflows.lifecycle.rules import Action, Planned, plan_memory
+from dataflows.lifecycle.submit import Via
+from dataflows.runtime import Runtime
+from schemas.enums import Ownership, Status
+
+log = logging.getLogger(__name__)
+MAX_IDS = 5000  # memory ids per command
+
+_COLUMNS = (
+    "memory_id, user_id, status, weight, weight_at, is_important, ownership, custom_tags, "
+    "expire_at, archived_at, deleted_at, updated_at"
+)
+_DUE = """(
+    (status = 'ACTIVE' AND (
+        (expire_at IS NOT NULL AND expire_at <= {now:DateTime64(3, 'UTC')})
+        OR weight * exp(-{lam:Float64} * if(is_important, {a_imp:Float64}, {a_norm:Float64})
+            * greatest(dateDiff('millisecond', weight_at, {now:DateTime64(3, 'UTC')}), 0)
+            / 86400000.0) < {thr:Float64}))
+    OR (status = 'DELETED' AND coalesce(deleted_at, updated_at) < {del_before:DateTime64(3, 'UTC')})
+    OR (status = 'ARCHIVED' AND coalesce(archived_at, updated_at) < {arc_before:DateTime64(3, 'UTC')})
+)"""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRow:
+    """The columns the rules read, without the (encrypted) content."""
+
+    memory_id: str
+    user_id: int
+    status: Status
+    weight: float
+    weight_at: datetime
+    is_important: bool
+    ownership: Ownership
+    expire_at: datetime | None
+    archived_at: datetime | None
+    deleted_at: datetime | None
+    updated_at: datetime
+    custom_tags: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, r: dict[str, Any]) -> ScanRow:
+        ownership = Ownership(r["ownership"])
+        tags = json.loads(r["custom_tags"] or "{}") if ownership is Ownership.AGENT else {}
+        return cls(
+            r["memory_id"],
+            int(r["user_id"]),
+            Status(r["status"]),
+            float(r["weight"]),
+            _aware(r["weight_at"]),
+            bool(r["is_important"]),
+            ownership,
+            _aware(r["expire_at"]),
+            _aware(r["archived_at"]),
+            _aware(r["deleted_at"]),
+            _aware(r["updated_at"]),
+            tags,
+        )
+
+
+def _aware(dt: Any) -> Any:
+    if isinstance(dt, datetime) and dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    return dt
+
+
+def plan_pass(
+    rt: Runtime,
+    now: datetime,
+    users: Iterable[int] | None = None,
+    page_size: int = 5000,
+    pause_s: float = 0.0,
+) -> dict[int, list[Planned]]:
+    """The operations due at ``now``, per user (only ``users`` when given)."""
+    s = rt.settings
+    slack = timedelta(seconds=1)
+    params: dict[str, Any] = {
+        "now": now,
+        "lam": s.decay_lambda,
+        "a_imp": s.decay_alpha_important,
+        "a_norm": s.decay_alpha_normal,
+        "thr": s.archive_threshold * (1 + 1e-6) + 1e-12,
+        "del_before": now - timedelta(days=s.deleted_retention_days) + slack,
+        "arc_before": now - timedelta(days=s.archived_retention_days) + slack,
+    }
+    where = _DUE
+    if users is not None:
+        params["users"] = sorted(set(users))
+        where += " AND user_id IN {users:Array(UInt64)}"
+    out: dict[int, list[Planned]] = defaultdict(list)
+    pages = keyset_pages(rt.stores.clickhouse, _COLUMNS, where, params, page_size, pause_s)
+    for rows in pages:
+        for r in rows:
+            row = ScanRow.of(r)
+            planned = plan_memory(row, now, s)
+            if planned is not None:
+                out[row.user_id].append(planned)
+    return dict(out)
+
+
+def run_pass(
+    rt: Runtime,
+    now: datetime,
+    via: Via,
+    users: Iterable[int] | None = None,
+    chunk: int = 200,
+    reconcile_grace_s: float = RECONCILE_GRACE_S,
+    page_size: int = 5000,
+    pause_s: float = 0.0,
+) -> dict[str, Any]:
+    """Reconcile, then plan and apply at ``now``; returns what was done.
+
+    Summary: ``users`` (with something due), ``archived`` (decayed below the threshold),
+    ``expired`` (archived at ``expire_at``), ``purged`` (with ``purged_deleted`` /
+    ``purged_archived``), ``sanitized_changes`` (change-log rows blanked), ``failed_commands``
+    (refused, or no answer within the via's timeout: applied later or at the next pass),
+    ``reconciled`` (see ``reconcile``), ``now`` and ``took_s``.
+    """
+    started = time.monotonic()
+    now = require_aware(now, "now")
+    wanted = None if users is None else sorted(set(users))
+    repaired = reconcile(rt, wanted, reconcile_grace_s, pause_s=pause_s)
+    plans = plan_pass(rt, now, wanted, page_size, pause_s)
+    pass_id = f"lifecycle@{now.isoformat()}"
+    commands = [  # a user with a huge archive gets several commands, each a small message
+        lifecycle_command(user, now, pass_id, [p.memory_id for p in ops[i : i + MAX_IDS]])
+        for user, ops in sorted(plans.items())
+        for i in range(0, len(ops), MAX_IDS)
+    ]
+    done = {a.value: 0 for a in Action}
+    purged: list[str] = []
+    failed = 0
+    for start in range(0, len(commands), chunk):
+        for result in via(commands[start : start + chunk]):
+            if result is None or result.get("code", 0) != 0:
+                failed += 1
+                continue
+            data = result.get("data") or {}
+            for action in Action:
+                done[action.value] += len(data.get(action.value, ()))
+            purged += data.get(Action.PURGE_DELETED.value, [])
+            purged += data.get(Action.PURGE_ARCHIVED.value, [])
+    summary = {
+        "now": now.isoformat(),
+        "users": len(plans),
+        "archived": done[Action.DECAYED.value],  # decayed below the threshold
+        "expired": done[Action.EXPIRED.value],  # archived because expire_at passed
+        "purged": len(purged),
+        "purged_deleted": done[Action.PURGE_DELETED.value],
+        "purged_archived": done[Action.PURGE_ARCHIVED.value],
+        "sanitized_changes": _sanitized(rt, purged),
+        "failed_commands": failed,
+        "reconciled": repaired,
+        "took_s": round(time.monotonic() - started, 3),
+    }
+    log.info("lifecycle pass", extra={"fields": summary})
+    return summary
+
+
+def _sanitized(rt: Runtime, purged: list[str]) -> int:
+    """Change-log rows with content that the purges blanked (the PURGE rows have none)."""
+    total = 0
+    db = rt.stores.clickhouse.database
+    for start in range(0, len(purged), 1000):
+        rows = rt.stores.clickhouse.query(
+            f"SELECT count() FROM {db}.memory_changelog FINAL WHERE sanitized = 1 "
+            "AND op_type != 'PURGE' AND memory_id IN {ids:Array(String)}",
+            {"ids": purged[start : start + 1000]},
+        )
+        total += int(rows[0][0]) if rows else 0
+    return total

@@ -1,0 +1,113 @@
+"""`memstream bench <name>`: benchmarks on a throw-away local stack.
+
+Every bench starts its own Kafka and Redis on free ports with stores in a temporary
+data dir (``ops.bench_env``), so it never touches a running node or a user's data, and
+prints one JSON object with its numbers (plus a one-line summary per phase).
+
+Adding a bench: write ``_add_<name>(sub)`` that adds its sub-parser and sets
+``func`` (a callable ``(args) -> int``) with ``set_defaults``, import the heavy module
+inside that callable (so ``memstream --help`` stays fast), and list the function in
+``BENCHES``. ``recall`` is here; ``ingest`` (``ops.bench_ingest``) and ``embed`` are
+meant to follow the same shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from core.settings import SettingsError, get_settings
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``bench`` and its sub-commands on the main CLI's subparsers."""
+    bench = subparsers.add_parser(
+        "bench", help="benchmarks on a throw-away local stack", description=__doc__.splitlines()[0]
+    )
+    sub = bench.add_subparsers(dest="bench_command", required=True, metavar="BENCH")
+    for register in BENCHES:
+        register(sub)
+
+
+# ------------------------------------------------------------------ recall
+def _add_recall(sub: Any) -> None:
+    p = sub.add_parser(
+        "recall",
+        help="recall latency (p50/p95/p99) and recalls/s through the HTTP API",
+        description="Seed USERS x MEMORIES facts, serve the API in-process, drive "
+        "POST /memory/v1/recall with CLIENTS concurrent clients from another process.",
+    )
+    p.add_argument("--users", type=_positive, default=1000)
+    p.add_argument("--memories", type=_positive, default=200, help="per user (default 200)")
+    p.add_argument("--clients", type=_positive, default=20)
+    p.add_argument(
+        "--rate",
+        type=_rate,
+        action="append",
+        help="recalls/s, or 'max' to saturate; repeat for several phases on the same "
+        "seeded stack (default: --rate 50 --rate max)",
+    )
+    p.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
+    p.add_argument("--pool", type=_positive, default=5000, help="distinct facts to embed")
+    p.set_defaults(func=_run_recall)
+
+
+def _run_recall(args: argparse.Namespace) -> int:
+    from ops.bench_recall import bench_recall
+
+    try:
+        settings = get_settings()
+    except SettingsError as exc:
+        print(f"bench recall: {exc}", file=sys.stderr)
+        return 2
+    phases = args.rate or [50.0, None]
+    print(
+        f"bench recall: seeding {args.users} users x {args.memories} memories, then "
+        f"{len(phases)} phase(s) of {args.duration:g}s with {args.clients} clients ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    result = bench_recall(
+        settings,
+        users=args.users,
+        memories=args.memories,
+        clients=args.clients,
+        rate=phases[0],
+        duration_s=args.duration,
+        pool=args.pool,
+        phases=phases,
+    )
+    for ph in result["phases"]:
+        print(
+            f"{ph['mode']:>16}, {ph['clients']} clients: {ph['requests']} recalls, "
+            f"{ph['recalls_per_s']}/s, p50 {ph['p50_ms']} ms, p95 {ph['p95_ms']} ms, "
+            f"p99 {ph['p99_ms']} ms, codes {ph['codes']}, hit ratio {ph['hit_ratio']}, "
+            f"query-cache hit ratio {ph['query_cache_hit_ratio']}",
+            file=sys.stderr,
+        )
+    print(json.dumps(result, indent=2))
+    bad = sum(n for ph in result["phases"] for code, n in ph["codes"].items() if code != "0")
+    return 1 if bad else 0
+
+
+# ------------------------------------------------------------------ helpers
+def _positive(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return n
+
+
+def _rate(value: str) -> float | None:
+    if value.lower() in {"max", "sat", "saturate", "saturation"}:
+        return None
+    rate = float(value)
+    if rate <= 0:
+        raise argparse.ArgumentTypeError("a rate must be > 0 (or 'max')")
+    return rate
+
+
+BENCHES: tuple[Callable[[Any], None], ...] = (_add_recall,)

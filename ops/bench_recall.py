@@ -1,0 +1,231 @@
+"""`memstream bench recall`: recall latency and throughput through the real HTTP API.
+
+On a throw-away local stack (``ops.bench_env``: Kafka, Redis, chDB, Milvus Lite, the
+configured embedder) it seeds ``users × memories`` short English facts through
+``MemoryStore.write`` (ClickHouse + Milvus, 10k rows a round trip), warms the hot
+cache, serves the API with uvicorn in a thread of this process — exactly the node's
+setup — and drives ``POST /memory/v1/recall`` from a separate load-generator process
+(so the clients do not share the server's GIL) with ``clients`` concurrent HTTP clients:
+at a fixed ``rate`` (open loop: latency counts from each request's scheduled time, so
+queueing shows) or saturating (``rate=None``: every client sends back to back).
+
+Seeding embeds a pool of at most ``pool`` (5,000) distinct facts once and gives every
+user ``memories`` distinct facts drawn from it; 200k separate embeddings would take
+~9 minutes on two cores and measure the embedder, not recall. Queries are generated
+per request from 17 question templates × entities (~2,300 distinct texts), so the
+query-embedding cache sees realistic repeats: each phase reports its
+``query_cache_hit_ratio`` (a first phase meets a cold cache; repeat ``--rate 50`` after
+``--rate max`` to see the warm case).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import uvicorn
+
+from core.hashing import content_hash, stable_id
+from core.settings import Settings
+from ops.bench_env import BenchStack, bench_stack
+from ops.bench_http import drive
+from ops.procs import free_port
+from recall_api.app import create_app
+from recall_api.services import Services
+from schemas.enums import Level, MemType, Ownership
+from schemas.memory import MemoryRecord
+from sinks.memory_store import WriteBatch
+
+APP = "chat"
+RELATIONS = "sister|brother|mother|father|best friend|cousin|boss|aunt".split("|")
+CITIES = "Berlin Lisbon Osaka Lima Oslo Cairo Perth Denver Quito Hanoi Dublin Seoul".split()
+FOODS = "peanuts shellfish gluten sushi ramen tacos paella curry falafel pho lasagna".split()
+JOBS = "nurse|carpenter|teacher|pilot|chef|lawyer|architect|farmer|data analyst".split("|")
+PETS, NAMES = "dog cat parrot rabbit turtle".split(), "Luna Max Kiwi Oscar Mochi Nala".split()
+SKILLS = "piano Spanish chess pottery surfing Japanese climbing guitar".split()
+DRINKS = "green tea|espresso|oat latte|black coffee|chai|orange juice".split("|")
+TEAMS = {"football": "Arsenal", "basketball": "the Lakers", "hockey": "the Oilers"}
+DAYS = "Mondays Tuesdays Wednesdays Thursdays Fridays weekends".split()
+MONTHS = "January March May July September November".split()
+
+
+def _fact(rng: random.Random) -> tuple[str, MemType]:
+    """One short first-person fact; the slots allow ~7,000 distinct texts."""
+    rel, city, food, food2 = (rng.choice(RELATIONS), rng.choice(CITIES), *rng.sample(FOODS, 2))
+    sport, year = rng.choice(list(TEAMS)), rng.randint(2005, 2024)
+    return rng.choice([
+        (f"My {rel} lives in {city} and works as a {rng.choice(JOBS)}.", MemType.SEMANTIC),
+        (f"I am allergic to {food} and avoid {food2}.", MemType.SEMANTIC),
+        (f"I have a {rng.choice(PETS)} named {rng.choice(NAMES)} who is {rng.randint(1, 15)} "
+         "years old.", MemType.SEMANTIC),
+        (f"I am learning {rng.choice(SKILLS)} on {rng.choice(DAYS)} at {rng.randint(5, 9)} pm.",
+         MemType.PROCEDURAL),
+        (f"My {rel}'s birthday is on {rng.choice(MONTHS)} {rng.randint(1, 28)}.", MemType.SEMANTIC),
+        (f"I usually drink {rng.choice(DRINKS)} at {rng.randint(6, 10)} am.", MemType.PROCEDURAL),
+        (f"I have supported {TEAMS[sport]} in {sport} since {year}.", MemType.SEMANTIC),
+        (f"In {year} I travelled to {city} with my {rel}.", MemType.EPISODIC),
+        (f"I prefer {food} over {food2} for dinner.", MemType.SEMANTIC),
+    ])  # fmt: skip
+
+
+PREFIXES = ("", "Hey, ", "Quick question: ", "Remind me: ")
+
+
+def _query(rng: random.Random) -> str:
+    """A question an agent might recall for; ~2,300 distinct texts."""
+    rel, city, food, year = rng.choice(RELATIONS), rng.choice(CITIES), rng.choice(FOODS), rng.randint(2005, 2024)  # fmt: skip
+    return rng.choice(PREFIXES) + rng.choice([
+        f"Where does my {rel} live?", f"Have I ever been to {city}?", "What am I allergic to?",
+        f"Can I eat {food}?", f"What does my {rel} do for work?", "What are my pets called?",
+        f"When is my {rel}'s birthday?", "What do I drink in the morning?",
+        f"Which {rng.choice(list(TEAMS))} team do I support?", f"Am I learning {rng.choice(SKILLS)}?",
+        f"Suggest a restaurant in {city} for dinner", f"Plan a trip to {city} with my {rel}",
+        f"What did I do in {year}?", f"Did I go to {city} in {year}?",
+        f"Is my {rng.choice(PETS)} called {rng.choice(NAMES)}?",
+        f"What should I cook for my {rel} tonight?",
+        f"Book a table in {city} for {rng.randint(2, 9)} people",
+    ])  # fmt: skip
+
+
+def seed(
+    env: BenchStack, users: int, memories: int, pool: int, rng: random.Random
+) -> tuple[list[int], int]:
+    """Write users × memories records (vectors from an embedded fact pool).
+
+    Returns the user ids and the number of distinct facts embedded.
+    """
+    texts: dict[str, MemType] = {}
+    for _ in range(pool * 50):  # the templates allow far more than 5,000 distinct facts
+        if len(texts) >= min(pool, users * memories):
+            break
+        text, kind = _fact(rng)
+        texts.setdefault(text, kind)
+    facts = list(texts.items())
+    vectors = env.runtime.embedder.embed([t for t, _ in facts])
+    now = datetime.now(UTC)
+    user_ids = [10_000_000 + i for i in range(users)]
+    batch = WriteBatch()
+    for uid in user_ids:
+        for j in rng.sample(range(len(facts)), min(memories, len(facts))):
+            text, kind = facts[j]
+            at = now - timedelta(days=rng.uniform(0, 60))
+            rec = MemoryRecord(
+                memory_id=stable_id("m_", uid, j),
+                user_id=uid,
+                content=text,
+                content_hash=content_hash(text),
+                level=Level.APP if j % 4 == 0 else Level.GLOBAL,
+                app_id=APP if j % 4 == 0 else None,
+                ownership=Ownership.USER,
+                mem_type=kind,
+                weight=rng.choice((0.6, 0.7, 0.8)),
+                weight_at=at,
+                created_at=at,
+                updated_at=at,
+                valid_at=at,
+            )
+            batch.memories.append(rec)
+            batch.vectors[rec.memory_id] = vectors[j]
+        if len(batch.memories) >= 10_000:
+            env.runtime.memories.write(batch)
+            batch = WriteBatch()
+    env.runtime.memories.write(batch)
+    env.stores.milvus.client.flush(env.stores.milvus.collection)  # index what was written
+    return user_ids, len(facts)
+
+
+def _warm(cache: Any, user_ids: list[int]) -> None:
+    if hasattr(cache, "warm"):
+        cache.warm(user_ids)  # one ClickHouse query + one Milvus read for the group
+    else:
+        for uid in user_ids:
+            cache.get(uid)
+
+
+def _serve(env: BenchStack) -> tuple[Any, uvicorn.Server, threading.Thread, str]:
+    rt = env.runtime
+    services = Services(
+        env.settings, env.stores, rt.memories, rt.cache, rt.tasks, rt.switches, rt.embedder
+    )
+    port = free_port()
+    app = create_app(env.settings, env.stores, services)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="bench-api", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start within 30 s")
+        time.sleep(0.05)
+    return app, server, thread, f"http://127.0.0.1:{port}/memory/v1/recall"
+
+
+def bench_recall(
+    settings: Settings,
+    users: int = 1000,
+    memories: int = 200,
+    clients: int = 20,
+    rate: float | None = None,
+    duration_s: float = 20.0,
+    *,
+    pool: int = 5000,
+    phases: list[float | None] | None = None,
+    seed_value: int = 7,
+) -> dict[str, Any]:
+    """Seed, serve, drive; one phase per entry of ``phases`` (default: just ``rate``)."""
+    rng = random.Random(seed_value)
+    budget = max(settings.hot_cache_budget_mb, users * memories * 3 // 1024 + 64)
+    with bench_stack(settings, hot_cache_budget_mb=budget) as env:
+        started = time.monotonic()
+        user_ids, distinct = seed(env, users, memories, pool, rng)
+        seeded = time.monotonic() - started
+        started = time.monotonic()
+        for i in range(0, len(user_ids), 50):  # what a node holds after its first recalls
+            _warm(env.runtime.cache, user_ids[i : i + 50])
+        warmed = time.monotonic() - started
+        app, server, thread, url = _serve(env)
+        try:
+            scope = {"include_global": True, "app_id": APP}
+            warm = [  # statements, not questions: warms the model, not the query cache
+                {"user_id": rng.choice(user_ids), "query": _fact(rng)[0], "scope": scope}
+                for _ in range(200)
+            ]
+            drive(url, warm, min(clients, 4), 50.0, 3.0)
+            bodies = [
+                {"user_id": rng.choice(user_ids), "query": _query(rng), "scope": scope}
+                for _ in range(50_000)
+            ]
+            batcher = app.state.recaller.batcher
+            results = []
+            for r in phases or [rate]:
+                before = (batcher.calls, batcher.embedded, batcher.cache_hits)
+                result = drive(url, bodies, clients, r, duration_s)
+                calls, embedded, cached = (
+                    now - then
+                    for now, then in zip(
+                        (batcher.calls, batcher.embedded, batcher.cache_hits), before, strict=True
+                    )
+                )
+                result["query_embeddings"] = {"model_calls": calls, "embedded": embedded}
+                result["query_cache_hit_ratio"] = round(cached / max(1, cached + embedded), 3)
+                results.append(result)
+        finally:
+            server.should_exit = True
+            thread.join(15)
+    return {
+        "users": users,
+        "memories_per_user": memories,
+        "memories": users * memories,
+        "distinct_facts_embedded": distinct,
+        "seed_s": round(seeded, 1),
+        "cache_warm_s": round(warmed, 1),
+        "hot_cache_budget_mb": budget,
+        "embedder": env.runtime.embedder.name,
+        "phases": results,
+    }

@@ -1,0 +1,136 @@
+"""`memstream lifecycle run [--now ISO8601] [--user ID ...] [--direct]`: one lifecycle pass.
+
+The clock of the pass is only ``--now``, so ``--now T+91d`` decides exactly what waiting
+91 days would (decay/expiry → archive, retention → purge, reconcile).
+
+Where it runs:
+- a node is running: the pass runs inside it (``POST /admin/v1/lifecycle/run`` on the
+  loopback API); its commands go through the node's keyed writer like every mutation.
+  The embedded stores are locked by the node, so the CLI could not open them anyway.
+- no node answers (or ``--direct``): the CLI opens the stores itself and applies the
+  same command handlers in-process (``DirectVia``), then writes each batch. Nothing else
+  may write those users meanwhile — which holds when no node runs.
+Prints the pass summary as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from typing import Any
+
+from core.settings import Settings, get_settings
+
+
+class NodeUnreachable(Exception):
+    """No API answered on the configured host and port."""
+
+
+def parse_now(text: str) -> datetime:
+    """ISO 8601 instant; 'Z' and offsets accepted, a naive value is read as UTC."""
+    try:
+        value = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 instant: {text!r}") from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lifecycle", help="archive/expire/purge/reconcile passes")
+    lsub = p.add_subparsers(dest="lifecycle_command", required=True)
+    run_p = lsub.add_parser("run", help="one lifecycle pass with an explicit clock")
+    run_p.add_argument("--now", type=parse_now, default=None, help="ISO 8601 (default: now)")
+    run_p.add_argument(
+        "--user", type=int, action="append", dest="users", help="only this user (repeatable)"
+    )
+    run_p.add_argument(
+        "--direct", action="store_true", help="do not ask a running node; open the stores here"
+    )
+    run_p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for a node")
+    run_p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return execute(get_settings(), args)
+
+
+def execute(settings: Settings, args: argparse.Namespace) -> int:
+    now = args.now or datetime.now(UTC)
+    summary: dict[str, Any] | None = None
+    if not args.direct:
+        try:
+            code, body = via_node(settings, now, args.users, args.timeout)
+        except NodeUnreachable:
+            print("no node answers; running the pass in this process", file=sys.stderr)
+        else:
+            if code != 200 or body.get("code") != 0:
+                print(f"memstream lifecycle: the node said {code}: {body}", file=sys.stderr)
+                return 1
+            summary = body["data"]
+    if summary is None:
+        try:
+            summary = run_direct(settings, now, args.users)
+        except Exception as exc:  # the stores name their own failure (a locked data dir, …)
+            print(f"memstream lifecycle: cannot run the pass here: {exc}", file=sys.stderr)
+            return 1
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return 0
+
+
+def via_node(
+    settings: Settings, now: datetime, users: list[int] | None, timeout: float
+) -> tuple[int, dict]:
+    host = "127.0.0.1" if settings.api_host in ("0.0.0.0", "") else settings.api_host
+    host = f"[{host}]" if ":" in host else host
+    url = f"http://{host}:{settings.api_port}/admin/v1/lifecycle/run"
+    payload = json.dumps({"now": now.isoformat(), "users": users}).encode()
+    req = urllib.request.Request(
+        url, data=payload, headers={"content-type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        try:
+            return exc.code, json.loads(exc.read() or b"{}")
+        except ValueError:
+            return exc.code, {}
+    except (urllib.error.URLError, ConnectionError) as exc:
+        raise NodeUnreachable(str(exc)) from exc
+
+
+def run_direct(
+    settings: Settings, now: datetime, users: list[int] | None, embedder: Any = None
+) -> dict[str, Any]:
+    """Open the stores in this process and apply the pass with the handlers directly."""
+    from dataflows.lifecycle.scan import run_pass
+    from dataflows.lifecycle.submit import DirectVia
+    from dataflows.runtime import Runtime
+    from sinks.stores import Stores
+
+    stores = Stores.from_settings(settings)
+    stores.setup()
+    try:
+        rt = Runtime.build(settings, stores, embedder=embedder or _LazyEmbedder(settings))
+        return run_pass(rt, now, DirectVia(rt), users=users)
+    finally:
+        stores.close()
+
+
+class _LazyEmbedder:
+    """Loads the model on first use: only a reconcile repair needs it, most passes none."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._inner: Any = None
+
+    def embed(self, texts: list[str]) -> Any:
+        if self._inner is None:
+            from models.factory import build_embedder
+
+            self._inner = build_embedder(self.settings)
+        return self._inner.embed(texts)

@@ -1,0 +1,65 @@
+"""`memstream sql "SELECT ..."`: a read-only query on the ClickHouse store, for analysts.
+
+Embedded chDB belongs to the node process (one process per data dir), so the query goes
+to the node's loopback admin endpoint; with a ClickHouse server URL configured it goes
+straight to the server. Either way it runs under ``readonly=1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import httpx
+
+from core.settings import get_settings
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("sql", help="read-only SQL on the ClickHouse store")
+    p.add_argument("query")
+    p.add_argument("--max-rows", type=int, default=1000)
+    p.add_argument("--json", action="store_true", help="one JSON object per row")
+    p.set_defaults(func=run)
+
+
+def _query(query: str, max_rows: int) -> tuple[list[str], list[list]]:
+    s = get_settings()
+    if s.clickhouse_url.startswith(("http://", "https://")):
+        from sinks.clickhouse import ClickHouseStore
+
+        store = ClickHouseStore(
+            s.clickhouse_url,
+            s.clickhouse_database,
+            s.clickhouse_user,
+            s.clickhouse_password.get_secret_value(),
+        )
+        store.connect()
+        columns, rows = store.query_readonly(query, max_rows)
+        return columns, [list(r) for r in rows]
+    url = f"http://{s.api_host}:{s.api_port}/admin/v1/sql"
+    resp = httpx.post(url, json={"query": query, "max_rows": max_rows}, timeout=120).json()
+    if resp.get("code") != 0:
+        raise RuntimeError(resp.get("msg", "query failed"))
+    return resp["data"]["columns"], resp["data"]["rows"]
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        columns, rows = _query(args.query, args.max_rows)
+    except httpx.HTTPError as exc:
+        print(f"memstream sql: the node does not answer ({exc}); is it up?", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:
+        print(f"memstream sql: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        for row in rows:
+            print(json.dumps(dict(zip(columns, row, strict=True)), default=str, ensure_ascii=False))
+        return 0
+    print("\t".join(columns))
+    for row in rows:
+        print("\t".join("" if v is None else str(v) for v in row))
+    return 0

@@ -1,0 +1,179 @@
+"""Management endpoints: update, delete, batch_delete (writes, through the keyed writer),
+history and change_log (reads of ClickHouse)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from recall_api.commands import run_command
+from recall_api.deps import CallerDep, ServicesDep
+from recall_api.errors import ApiError
+from schemas.enums import Level, OpType
+from schemas.errors import ErrorCode
+from schemas.events import UINT64_MAX
+
+router = APIRouter(prefix="/memory/v1", tags=["manage"])
+UserId = Field(ge=0, le=UINT64_MAX)
+
+
+class UpdateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+    memory_id: str = Field(min_length=1, max_length=64)
+    content: str | None = Field(default=None, min_length=1, max_length=8192)
+    is_important: bool | None = None
+    expire_at: datetime | None = None
+    clear_expire_at: bool = False
+    custom_tags: dict[str, Any] | None = None
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="after")
+    def _something(self) -> UpdateRequest:
+        if (
+            self.content is None
+            and self.is_important is None
+            and self.expire_at is None
+            and not self.clear_expire_at
+            and self.custom_tags is None
+        ):
+            raise ValueError(
+                "nothing to update: give content, is_important, expire_at or custom_tags"
+            )
+        return self
+
+
+class DeleteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+    memory_id: str = Field(min_length=1, max_length=64)
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class Scope(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    app_id: str | None = Field(default=None, min_length=1, max_length=128)
+    level: Level | None = None
+    session_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class BatchDeleteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+    memory_ids: list[str] | None = Field(default=None, min_length=1, max_length=1000)
+    scope: Scope | None = None
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> BatchDeleteRequest:
+        if (self.memory_ids is None) == (self.scope is None):
+            raise ValueError("give exactly one of memory_ids or scope")
+        return self
+
+
+class HistoryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+    memory_id: str = Field(min_length=1, max_length=64)
+
+
+class ChangeLogRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+    app_id: str | None = None
+    level: Level | None = None
+    op_types: list[OpType] | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    page: int = Field(default=1, ge=1)
+    page_size: int = Field(default=50, ge=1, le=500)
+
+
+def _ok(data: Any) -> dict[str, Any]:
+    return {"code": 0, "msg": "ok", "data": data}
+
+
+@router.post("/update")
+async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    """Content and/or meta; a text change re-embeds and re-hashes, meta alone does not."""
+    payload = body.model_dump(
+        mode="json", exclude={"user_id", "request_id", "clear_expire_at"}, exclude_none=True
+    )
+    if body.clear_expire_at:
+        payload["expire_at"] = None
+    return _ok(await run_command(svc, "update", body.user_id, payload, body.request_id))
+
+
+@router.post("/delete")
+async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    """Soft delete: gone from recall when this returns; purged after the retention."""
+    data = await run_command(
+        svc, "delete", body.user_id, {"memory_ids": [body.memory_id]}, body.request_id
+    )
+    return _ok(data)
+
+
+@router.post("/batch_delete")
+async def batch_delete(
+    body: BatchDeleteRequest, svc: ServicesDep, caller: CallerDep
+) -> dict[str, Any]:
+    """One aggregated operation over ids or a scope (app_id / level / session_id)."""
+    if body.scope is not None:
+        caller.check_app(body.scope.app_id)
+    payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
+    return _ok(await run_command(svc, "delete", body.user_id, payload, body.request_id))
+
+
+@router.post("/history")
+def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    """The memory's whole chain: what it superseded, what superseded it, every change."""
+    mem = svc.memories
+    current = mem.get(body.user_id, body.memory_id)
+    if current is None:
+        raise ApiError(ErrorCode.NOT_FOUND, f"memory '{body.memory_id}' not found")
+    everything = {r.memory_id: r for r in mem.load(body.user_id)}
+    chain = [current]
+    back = {r.superseded_by: r for r in everything.values() if r.superseded_by}
+    while chain[0].memory_id in back and back[chain[0].memory_id] not in chain:
+        chain.insert(0, back[chain[0].memory_id])
+    while (
+        chain[-1].superseded_by in everything and everything[chain[-1].superseded_by] not in chain
+    ):
+        chain.append(everything[chain[-1].superseded_by])
+    changes, _ = svc.changelog.query(
+        body.user_id, memory_ids=[r.memory_id for r in chain], limit=10_000
+    )
+    return _ok(
+        {
+            "memory": current.public(),
+            "chain": [r.public() for r in chain],
+            "changes": [c.public() for c in changes],
+        }
+    )
+
+
+@router.post("/change_log")
+def change_log(body: ChangeLogRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    caller.check_app(body.app_id)
+    rows, total = svc.changelog.query(
+        body.user_id,
+        app_id=body.app_id,
+        level=body.level,
+        op_types=body.op_types,
+        start=body.start,
+        end=body.end,
+        limit=body.page_size,
+        offset=(body.page - 1) * body.page_size,
+    )
+    return _ok(
+        {
+            "items": [c.public() for c in rows],
+            "total": total,
+            "page": body.page,
+            "page_size": body.page_size,
+            "has_more": body.page * body.page_size < total,
+        }
+    )

@@ -1,0 +1,143 @@
+"""Privacy endpoints: user/list, purge, switch, export (+ status and signed download)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from recall_api import export
+from recall_api.commands import run_command
+from recall_api.deps import CallerDep, ServicesDep
+from recall_api.errors import ApiError
+from recall_api.routes.manage import Scope
+from schemas.enums import Level, Status
+from schemas.errors import ErrorCode
+from schemas.events import UINT64_MAX
+
+router = APIRouter(prefix="/memory/v1", tags=["privacy"])
+UserId = Field(ge=0, le=UINT64_MAX)
+
+
+class UserListRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+    include_deleted: bool = False
+    page: int = Field(default=1, ge=1)
+    page_size: int = Field(default=100, ge=1, le=1000)
+
+
+class PurgeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+    scope: Scope | None = None
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class SwitchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+    app_id: str | None = Field(default=None, min_length=1, max_length=128)
+    enabled: bool
+
+
+class ExportRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = UserId
+
+
+def _ok(data: Any) -> dict[str, Any]:
+    return {"code": 0, "msg": "ok", "data": data}
+
+
+def group_by_scope(items: list[dict[str, Any]]) -> dict[str, Any]:
+    grouped: dict[str, Any] = {"GLOBAL": [], "APP": {}, "SESSION": {}}
+    for m in items:
+        if m["level"] == Level.GLOBAL:
+            grouped["GLOBAL"].append(m)
+        elif m["level"] == Level.APP:
+            grouped["APP"].setdefault(m["app_id"], []).append(m)
+        else:
+            grouped["SESSION"].setdefault(m["session_id"], []).append(m)
+    return grouped
+
+
+@router.post("/user/list")
+def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    """All of a user's memories (history included), grouped by scope, oldest first."""
+    statuses = [Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED]
+    if body.include_deleted:
+        statuses.append(Status.DELETED)
+    rows = sorted(
+        svc.memories.load(body.user_id, statuses=statuses),
+        key=lambda r: (r.created_at, r.memory_id),
+    )
+    start = (body.page - 1) * body.page_size
+    page = [r.public() for r in rows[start : start + body.page_size]]
+    return _ok(
+        {
+            "memories": group_by_scope(page),
+            "total": len(rows),
+            "page": body.page,
+            "page_size": body.page_size,
+            "has_more": start + body.page_size < len(rows),
+        }
+    )
+
+
+@router.post("/purge")
+async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    """Everything of the user (or of a scope) leaves recall at once; durable soft delete;
+    the lifecycle removes it physically after the retention (the answer says when)."""
+    if body.scope is not None:
+        caller.check_app(body.scope.app_id)
+    payload: dict[str, Any] = {
+        "scope": body.scope.model_dump(exclude_none=True) if body.scope else {},
+        "reason": "purge requested",
+    }
+    data = await run_command(svc, "delete", body.user_id, payload, body.request_id)
+    due = datetime.now(UTC) + timedelta(days=svc.settings.deleted_retention_days)
+    data["physical_removal_due"] = due.isoformat()
+    data["raw_transcripts_expire_within_h"] = svc.settings.conversations_retention_h
+    return _ok(data)
+
+
+@router.post("/switch")
+def switch(body: SwitchRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    """Global (no app_id) or per app; takes effect for add and recall at once."""
+    caller.check_app(body.app_id)
+    svc.switches.set(body.user_id, body.app_id, body.enabled)
+    return _ok({"user_id": body.user_id, "app_id": body.app_id, "enabled": body.enabled})
+
+
+@router.post("/export")
+def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    return _ok({"export_id": export.start_export(svc, body.user_id), "status": "running"})
+
+
+@router.get("/export/{export_id}")
+def export_status(
+    export_id: str, svc: ServicesDep, caller: CallerDep, link_ttl_s: int = 3600
+) -> dict[str, Any]:
+    found = export.status(svc, export_id)
+    if found is None:
+        raise ApiError(ErrorCode.NOT_FOUND, f"unknown export '{export_id}'")
+    if found["status"] == "done":
+        found["url"], found["expires"] = export.signed_link(
+            svc, export_id, max(1, min(link_ttl_s, 86400))
+        )
+    return _ok({"export_id": export_id, **found})
+
+
+@router.get("/export/download/{export_id}", response_model=None)
+def download(export_id: str, expires: int, sig: str, svc: ServicesDep) -> FileResponse:
+    """Served to whoever holds a valid link (no API key: the signature is the credential)."""
+    path = export.export_path(svc, export_id)
+    if not export.link_valid(svc, export_id, expires, sig):
+        raise ApiError(ErrorCode.UNAUTHENTICATED, "link expired or signature invalid")
+    if not path.exists():
+        raise ApiError(ErrorCode.NOT_FOUND, f"export '{export_id}' has no file")
+    return FileResponse(path, media_type="application/x-ndjson", filename=path.name)

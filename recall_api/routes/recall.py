@@ -1,0 +1,130 @@
+"""``POST /memory/v1/recall`` — the request of the design document's chapter 5, plus
+``scope.session_id`` and ``as_of``. The orchestration lives in ``recall_api.recall``.
+
+Codes: 0 (``hit`` false when nothing passed the threshold), 40001 bad parameter,
+40301 the user's memory is switched off (data ``{hit: false, memories: []}``; an app
+switched off only drops that app's memories), 40302 cross-app asked, 50401 timeout or
+store failure (circuit breaker), also with empty data.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from core.ranking import Ranked
+from core.scope import ScopeRequest
+from recall_api.deps import CallerDep, ServicesDep
+from recall_api.errors import envelope
+from recall_api.recall import RecallParams, recaller_for
+from schemas.enums import MemType, Ownership
+from schemas.errors import ErrorCode
+from schemas.events import UINT64_MAX
+from schemas.memory import MemoryRecord
+
+router = APIRouter(prefix="/memory/v1", tags=["recall"])
+
+MAX_TOP_K = 100
+ScopeId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CrossApp(_Strict):
+    enabled: bool = False
+
+
+class RecallScope(_Strict):
+    include_global: bool = True
+    app_id: ScopeId | None = None
+    session_id: ScopeId | None = None
+    cross_app: CrossApp = Field(default_factory=CrossApp)
+
+
+class RecallFilter(_Strict):
+    ownership: list[Ownership] = Field(default_factory=list)
+    mem_type: list[MemType] = Field(default_factory=list)
+    custom_tags: list[Annotated[str, StringConstraints(min_length=1, max_length=256)]] = Field(
+        default_factory=list, max_length=32
+    )
+
+
+class RecallRequest(_Strict):
+    user_id: int = Field(ge=0, le=UINT64_MAX)
+    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096)]
+    scope: RecallScope = Field(default_factory=RecallScope)
+    filter: RecallFilter = Field(default_factory=RecallFilter)
+    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
+    min_relevance: float | None = Field(default=None, ge=0, le=1)
+    include_archived: bool = False
+    timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
+    as_of: datetime | None = None
+
+    @field_validator("as_of")
+    @classmethod
+    def _aware(cls, v: datetime | None) -> datetime | None:
+        if v is not None and (v.tzinfo is None or v.utcoffset() is None):
+            raise ValueError("as_of needs a timezone, e.g. 2025-01-31T12:00:00Z")
+        return v
+
+    def params(self, default_top_k: int, default_timeout_ms: int) -> RecallParams:
+        scope = ScopeRequest(
+            user_id=self.user_id,
+            include_global=self.scope.include_global,
+            app_id=self.scope.app_id,
+            session_id=self.scope.session_id,
+            cross_app=self.scope.cross_app.enabled,
+            ownership=frozenset(self.filter.ownership),
+            mem_type=frozenset(self.filter.mem_type),
+            custom_tags=tuple(self.filter.custom_tags),
+            include_archived=self.include_archived,
+            as_of=self.as_of,
+        )
+        return RecallParams(
+            scope=scope,
+            query=self.query,
+            top_k=self.top_k or min(default_top_k, MAX_TOP_K),
+            min_relevance=self.min_relevance,
+            timeout_ms=self.timeout_ms or default_timeout_ms,
+        )
+
+
+@router.post("/recall")
+async def recall(
+    body: RecallRequest,
+    svc: ServicesDep,
+    caller: CallerDep,
+    request: Request,
+) -> JSONResponse:
+    """The memories relevant to ``query`` that the scope allows, best first."""
+    caller.check_app(body.scope.app_id)
+    recaller = recaller_for(request.app.state, svc)
+    s = svc.settings
+    hits = await recaller.recall(body.params(s.default_top_k, s.recall_timeout_ms))
+    items = [item(record, ranked) for record, ranked in hits]
+    recaller.hits.submit(body.user_id, [i["memory_id"] for i in items])  # off this thread
+    return envelope(ErrorCode.OK, "ok", {"hit": bool(items), "memories": items})
+
+
+def item(r: MemoryRecord, ranked: Ranked) -> dict[str, Any]:
+    """One recalled memory as the caller sees it (weight decayed to now)."""
+    return {
+        "memory_id": r.memory_id, "content": r.content, "ownership": str(r.ownership),
+        "mem_type": str(r.mem_type), "level": str(r.level), "app_id": r.app_id,
+        "session_id": r.session_id, "status": str(r.status),
+        "weight": round(ranked.weight, 6), "relevance": round(ranked.relevance, 6),
+        "score": round(ranked.score, 6), "is_important": r.is_important,
+        "created_at": _iso(r.created_at), "valid_at": _iso(r.valid_at),
+        "invalid_at": _iso(r.invalid_at), "custom_tags": r.custom_tags,
+        "source": {"session_id": r.source_session_id, "msg_id": r.source_msg_id},
+    }  # fmt: skip
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return None if dt is None else dt.astimezone(UTC).isoformat().replace("+00:00", "Z")

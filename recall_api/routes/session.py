@@ -1,0 +1,32 @@
+"""session/close: promote the valuable SESSION memories, drop the rest, maybe a 24 h note."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from recall_api.commands import run_command
+from recall_api.deps import CallerDep, ServicesDep
+from schemas.events import UINT64_MAX
+
+router = APIRouter(prefix="/memory/v1", tags=["session"])
+
+
+class SessionCloseRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user_id: int = Field(ge=0, le=UINT64_MAX)
+    app_id: str | None = Field(default=None, min_length=1, max_length=128)
+    session_id: str = Field(min_length=1, max_length=128)
+    promote_ids: list[str] = Field(default_factory=list, max_length=1000)
+    pending: bool = False
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+@router.post("/session/close")
+async def close(body: SessionCloseRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    caller.check_app(body.app_id)
+    payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
+    data = await run_command(svc, "session_close", body.user_id, payload, body.request_id)
+    return {"code": 0, "msg": "ok", "data": data}

@@ -1,0 +1,86 @@
+"""Reads of the immutable change log (history, change_log, export), decrypted.
+
+Sanitized rows (after a physical purge) come back with empty content and
+``sanitized=True``: the fact that something happened stays auditable, the words do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from schemas.enums import Level, OpSource, OpType
+from schemas.memory import ChangeRecord
+from sinks.clickhouse import ClickHouseStore
+from sinks.crypto import ContentCipher
+
+
+class ChangeLog:
+    def __init__(self, clickhouse: ClickHouseStore, cipher: ContentCipher):
+        self.ch = clickhouse
+        self.cipher = cipher
+
+    def query(
+        self,
+        user_id: int,
+        *,
+        memory_ids: Iterable[str] | None = None,
+        app_id: str | None = None,
+        level: Level | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        op_types: Iterable[OpType] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> tuple[list[ChangeRecord], int]:
+        """One page, oldest first, and the total count of rows that match."""
+        where = ["user_id = {u:UInt64}"]
+        params: dict[str, Any] = {"u": user_id, "lim": limit, "off": offset}
+        if memory_ids is not None:
+            params["ids"] = list(memory_ids)
+            where.append("memory_id IN {ids:Array(String)}")
+        if app_id is not None:
+            params["app"] = app_id
+            where.append("app_id = {app:String}")
+        if level is not None:
+            params["lvl"] = str(level)
+            where.append("level = {lvl:String}")
+        if start is not None:
+            params["start"] = start
+            where.append("op_time >= {start:DateTime64(3, 'UTC')}")
+        if end is not None:
+            params["end"] = end
+            where.append("op_time < {end:DateTime64(3, 'UTC')}")
+        if op_types is not None:
+            params["ops"] = [str(o) for o in op_types]
+            where.append("op_type IN {ops:Array(String)}")
+        cond = " AND ".join(where)
+        table = f"{self.ch.database}.memory_changelog FINAL"
+        total = self.ch.query(f"SELECT count() FROM {table} WHERE {cond}", params)[0][0]
+        rows = self.ch.query_dicts(
+            f"SELECT * FROM {table} WHERE {cond} ORDER BY op_time, change_id "
+            "LIMIT {lim:UInt32} OFFSET {off:UInt32}",
+            params,
+        )
+        return [self._record(r) for r in rows], int(total)
+
+    def _record(self, r: dict[str, Any]) -> ChangeRecord:
+        sanitized = bool(r["sanitized"])
+        op_time = r["op_time"]
+        op_time = op_time.replace(tzinfo=UTC) if op_time.tzinfo is None else op_time
+        return ChangeRecord(
+            change_id=r["change_id"],
+            memory_id=r["memory_id"],
+            user_id=int(r["user_id"]),
+            op_type=OpType(r["op_type"]),
+            op_time=op_time,
+            op_source=OpSource(r["op_source"]),
+            app_id=r["app_id"],
+            level=Level(r["level"]),
+            content_before="" if sanitized else self.cipher.decrypt(r["content_before"]),
+            content_after="" if sanitized else self.cipher.decrypt(r["content_after"]),
+            reason=r["reason"],
+            task_id=r["task_id"],
+            sanitized=sanitized,
+        )

@@ -1,0 +1,86 @@
+"""The cold path's record cache: filled once, mirrored from writes, never stale."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+from recall_api.cold_records import ColdRecords
+from schemas.enums import Level, MemType, Ownership, Status
+from schemas.memory import MemoryRecord
+from sinks.memory_store import WriteBatch
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def rec(mid: str, content: str, status: Status = Status.ACTIVE, user: int = 1) -> MemoryRecord:
+    return MemoryRecord(
+        mid,
+        user,
+        content,
+        "h" + mid,
+        Level.GLOBAL,
+        Ownership.USER,
+        MemType.SEMANTIC,
+        0.8,
+        NOW,
+        NOW,
+        NOW,
+        NOW,
+        status=status,
+    )
+
+
+class FakeStore:
+    def __init__(self, records: list[MemoryRecord]) -> None:
+        self.records = records
+        self.loads = 0
+        self.hook = None
+
+    def load(self, user_id, statuses=None, memory_ids=None):
+        self.loads += 1
+        if self.hook:
+            self.hook()
+        return [r for r in self.records if r.user_id == user_id and r.status in statuses]
+
+
+def test_loads_once_and_mirrors_writes_including_the_lexical_index():
+    store = FakeStore([rec("a", "I like hotpot"), rec("d", "gone", Status.DELETED)])
+    cold = ColdRecords(store, budget_bytes=10**6)
+    entry = cold.get(1)
+    assert set(entry.records) == {"a"} and cold.get(1) is entry and store.loads == 1
+    cold.apply(
+        WriteBatch(
+            memories=[
+                dataclasses.replace(entry.records["a"], status=Status.ARCHIVED),
+                rec("b", "I live in Berlin", Status.SUPERSEDED),
+            ]
+        )
+    )
+    assert entry.records["a"].status is Status.ARCHIVED
+    assert set(entry.lexical.normalized("Berlin")) == {"b"}
+    cold.apply(
+        WriteBatch(memories=[dataclasses.replace(entry.records["b"], status=Status.DELETED)])
+    )
+    assert "b" not in entry.records and entry.lexical.normalized("Berlin") == {}
+    cold.apply(WriteBatch(milvus_deletes=["a"]))
+    assert entry.records == {}
+
+
+def test_a_write_during_the_load_keeps_that_load_out_of_the_cache():
+    store = FakeStore([rec("a", "old text")])
+    cold = ColdRecords(store, budget_bytes=10**6)
+    store.hook = lambda: cold.apply(WriteBatch(memories=[rec("a", "new text")]))
+    first = cold.get(1)
+    assert first.records["a"].content == "old text"  # this request's view, used once
+    store.hook = None
+    store.records = [rec("a", "new text")]
+    assert cold.get(1).records["a"].content == "new text" and store.loads == 2
+
+
+def test_lru_budget_evicts_the_least_recent_user():
+    store = FakeStore([rec("a", "x" * 100, user=1), rec("b", "y" * 100, user=2)])
+    cold = ColdRecords(store, budget_bytes=1200)
+    cold.get(1)
+    cold.get(2)
+    assert cold.peek(1) is None and cold.peek(2) is not None

@@ -1,0 +1,78 @@
+"""Query micro-batching: concurrent queries share a model call; repeats skip the queue."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from recall_api.batcher import QueryBatcher
+
+
+class FakeEmbedder:
+    """Vectors derived from the text; each call sleeps like a model would."""
+
+    def __init__(self, delay: float = 0.01) -> None:
+        self.delay = delay
+        self.calls: list[list[str]] = []
+        self.lock = threading.Lock()
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(8, dtype=np.float32)
+        v[hash(text) % 8] = 1.0
+        return v
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        with self.lock:
+            self.calls.append(list(texts))
+        time.sleep(self.delay)
+        return np.stack([self._vec(t) for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def test_concurrent_queries_are_embedded_together_and_correctly():
+    fake = FakeEmbedder()
+    batcher = QueryBatcher(fake, window_ms=5, max_batch=32)
+    texts = [f"query {i}" for i in range(24)]
+    with ThreadPoolExecutor(24) as pool:
+        got = list(pool.map(lambda t: batcher.embed(t, timeout=5), texts))
+    for text, vec in zip(texts, got, strict=True):
+        assert np.array_equal(vec, fake._vec(text))
+    assert len(fake.calls) < len(texts) / 3
+    assert sum(len(c) for c in fake.calls) == len(texts)
+    batcher.close()
+
+
+def test_repeated_query_is_served_from_the_cache():
+    fake = FakeEmbedder(delay=0)
+    batcher = QueryBatcher(fake, window_ms=0)
+    first = batcher.embed("where do I live", timeout=5)
+    again = batcher.embed("where do I live", timeout=5)
+    assert np.array_equal(first, again) and len(fake.calls) == 1 and batcher.cache_hits == 1
+    batcher.close()
+
+
+def test_model_error_reaches_every_waiter_and_the_worker_survives():
+    class Failing(FakeEmbedder):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            if any("bad" in t for t in texts):
+                raise RuntimeError("model crashed")
+            return super().embed(texts)
+
+    batcher = QueryBatcher(Failing(delay=0), window_ms=0)
+    with pytest.raises(RuntimeError, match="model crashed"):
+        batcher.embed("bad query", timeout=5)
+    assert batcher.embed("good query", timeout=5).shape == (8,)
+    batcher.close()
+
+
+def test_waiting_past_the_timeout_raises_timeout_error():
+    batcher = QueryBatcher(FakeEmbedder(delay=0.5), window_ms=0)
+    with pytest.raises(TimeoutError):
+        batcher.embed("slow", timeout=0.05)
+    batcher.close()
