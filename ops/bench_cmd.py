@@ -93,6 +93,57 @@ def _run_recall(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+# ------------------------------------------------------------------ ingest
+def _add_ingest(sub: Any) -> None:
+    p = sub.add_parser(
+        "ingest",
+        help="Kafka -> stores: conversations/s, facts/s, add->recallable freshness p50/p95",
+        description="Produce CONVERSATIONS (2 facts each) with a real Kafka producer to the "
+        "ingest flow running in-process, then RATE/s for freshness.",
+    )
+    p.add_argument("--conversations", type=_positive, default=3000)
+    p.add_argument("--users", type=_positive, default=2000)
+    p.add_argument("--rate", type=float, default=40.0, help="freshness phase, conversations/s")
+    p.add_argument("--freshness-n", type=_positive, default=400)
+    p.set_defaults(func=_run_ingest)
+
+
+def _run_ingest(args: argparse.Namespace) -> int:
+    from ops.bench_ingest import bench_ingest
+
+    result = bench_ingest(
+        get_settings(),
+        conversations=args.conversations,
+        users=args.users,
+        rate=args.rate,
+        freshness_n=args.freshness_n,
+    )
+    print(
+        f"ingest: {result['conversations_per_s']} conversations/s, {result['facts_per_s']} "
+        f"facts/s; freshness at {result['freshness_rate_per_s']:g}/s: p50 "
+        f"{result['freshness_p50_ms']} ms, p95 {result['freshness_p95_ms']} ms",
+        file=sys.stderr,
+    )
+    print(json.dumps(result, indent=2))
+    return 1 if result["missing_tasks"] or result["failed_tasks"] else 0
+
+
+# ------------------------------------------------------------------ embed
+def _add_embed(sub: Any) -> None:
+    p = sub.add_parser("embed", help="embedding throughput (batch) and single-query latency")
+    p.add_argument("-n", type=_positive, default=1000, help="sentences for the batch phase")
+    p.add_argument("--queries", type=_positive, default=200)
+    p.set_defaults(func=_run_embed)
+
+
+def _run_embed(args: argparse.Namespace) -> int:
+    from models.bench import bench_embedding
+
+    result = bench_embedding(get_settings(), args.n, queries=args.queries)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 # ------------------------------------------------------------------ helpers
 def _positive(value: str) -> int:
     n = int(value)
@@ -110,4 +161,4 @@ def _rate(value: str) -> float | None:
     return rate
 
 
-BENCHES: tuple[Callable[[Any], None], ...] = (_add_recall,)
+BENCHES: tuple[Callable[[Any], None], ...] = (_add_recall, _add_ingest, _add_embed)

@@ -114,6 +114,7 @@ class MemoryStore:
                     mv.upsert(full)
                 if partial:
                     mv.client.upsert(mv.collection, partial, partial_update=True)
+                    mv.note_written(len(partial))
                 if batch.milvus_deletes:
                     mv.delete(batch.milvus_deletes)
                 return
