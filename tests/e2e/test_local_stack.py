@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -13,37 +10,16 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from ops.procs import free_port, port_open
+from ops.procs import port_open
+from tests.helpers.stack_cli import cli as _cli
+from tests.helpers.stack_cli import private_stack_env
 
 pytestmark = pytest.mark.e2e
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _cli(env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ops.cli", *args],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture
 def stack_env(tmp_path: Path):
-    ports = {"api": free_port(), "kafka": free_port(), "redis": free_port()}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
-    env.update(
-        {
-            "MEMSTREAM_DATA_DIR": str(tmp_path / "data"),
-            "MEMSTREAM_API_PORT": str(ports["api"]),
-            "MEMSTREAM_KAFKA_BOOTSTRAP": f"127.0.0.1:{ports['kafka']}",
-            "MEMSTREAM_REDIS_URL": f"redis://127.0.0.1:{ports['redis']}/0",
-            "MEMSTREAM_KAFKA_PARTITIONS": "2",
-        }
-    )
+    env, ports = private_stack_env(tmp_path / "data")
     yield env, ports
     _cli(env, "down")
 
