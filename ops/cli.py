@@ -114,21 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
     """Commands whose modules live beside this one; each registers its own parser."""
-    import importlib
+    from ops import bench_cmd, extract_cmd, lifecycle_cmd, sql_cmd, transfer_cmd
 
-    for module in (
-        "ops.extract_cmd",
-        "ops.sql_cmd",
-        "ops.bench_cmd",
-        "ops.lifecycle_cmd",
-        "ops.transfer_cmd",
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name == module:
-                continue
-            raise
+    for mod in (extract_cmd, sql_cmd, bench_cmd, lifecycle_cmd, transfer_cmd):
         mod.add_parser(sub)
 
 
