@@ -24,6 +24,7 @@ from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
 from dataflows.runtime import Runtime
 from recall_api.app import create_app
+from recall_api.changes import follow_changes
 from recall_api.services import Services
 from sinks.errors import StoreUnavailable
 from sinks.stores import Stores
@@ -69,6 +70,9 @@ def serve(settings: Settings) -> None:
     services = Services(settings, stores, rt.memories, rt.cache, rt.tasks, rt.switches, rt.embedder)
     app = create_app(settings, stores, services)
     app.state.lifecycle_runner = passes.run  # POST /admin/v1/lifecycle/run
+    # Writers in other processes (a standalone ingest, a second node) reach this
+    # process's caches through memory.changes; its own writes are applied in-process.
+    follower = follow_changes(app.state, rt.cache, stores.kafka, rt.memories.origin)
     config = uvicorn.Config(
         app,
         host=settings.api_host,
@@ -92,6 +96,7 @@ def serve(settings: Settings) -> None:
         server.run()
     finally:
         stop.set()
+        follower.stop()
         ingest.stop()
         lifecycle.stop()
         passes.join()

@@ -7,6 +7,7 @@ from typing import Any
 
 from core.settings import Settings
 from sinks.changelog import ChangeLog
+from sinks.crypto import ContentCipher
 from sinks.hot_cache import HotCache
 from sinks.memory_store import MemoryStore
 from sinks.stores import Stores
@@ -23,6 +24,24 @@ class Services:
     tasks: TaskStore
     switches: SwitchStore
     embedder: Any
+
+    @classmethod
+    def build(cls, settings: Settings, stores: Stores, embedder: Any = None) -> Services:
+        """What an API-only process needs (the node shares its Runtime's instead)."""
+        from models.factory import build_embedder
+
+        memories = MemoryStore(stores, ContentCipher.from_settings(settings))
+        cache = HotCache(memories, settings.embedding_dim, settings.hot_cache_budget_mb << 20)
+        memories.subscribe(cache.apply)
+        return cls(
+            settings,
+            stores,
+            memories,
+            cache,
+            TaskStore(stores.redis),
+            SwitchStore(stores.clickhouse, stores.redis),
+            embedder if embedder is not None else build_embedder(settings),
+        )
 
     @property
     def changelog(self) -> ChangeLog:

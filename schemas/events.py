@@ -73,6 +73,7 @@ class ChangeEvent(Frozen):
     at: datetime
     change_id: str | None = None
     task_id: str | None = None
+    origin: str | None = None  # the writer (MemoryStore) that applied it
 
 
 TOPIC_CONVERSATIONS = "memory.conversations"

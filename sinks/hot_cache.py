@@ -8,8 +8,10 @@ travel go to Milvus. Caches are derivable, so nothing here is ever snapshotted.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
+from typing import Any
 
 from core.user_index import UserIndex
 from schemas.enums import Status
@@ -24,6 +26,8 @@ class HotCache:
         self._users: OrderedDict[int, UserIndex] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[int, threading.Lock] = {}
+        self._stale: set[int] = set()  # invalidated while a load was in flight
+        self._warming: set[int] = set()
         self.hits = 0
         self.misses = 0
 
@@ -51,8 +55,11 @@ class HotCache:
                 self.misses += 1
                 idx = self._load(user_id)
                 with self._lock:
-                    self._users[user_id] = idx
-                    self._evict()
+                    if user_id in self._stale:  # invalidated while loading: serve, don't keep
+                        self._stale.discard(user_id)
+                    else:
+                        self._users[user_id] = idx
+                        self._evict()
         with self._lock:
             self._loading.pop(user_id, None)
         return idx
@@ -81,12 +88,20 @@ class HotCache:
         """Load every user not cached yet in one round trip per store (batch prefetch)."""
         with self._lock:
             missing = sorted({u for u in user_ids if u not in self._users})
+            self._warming.update(missing)
         if not missing:
             return
-        loaded = self._load_many(missing)
+        try:
+            loaded = self._load_many(missing)
+        finally:
+            with self._lock:
+                self._warming.difference_update(missing)
         with self._lock:
             for user_id, idx in loaded.items():
-                self._users.setdefault(user_id, idx)
+                if user_id in self._stale:
+                    self._stale.discard(user_id)
+                else:
+                    self._users.setdefault(user_id, idx)
             self._evict()
 
     def _evict(self) -> None:
@@ -99,13 +114,45 @@ class HotCache:
         """Forget every user (they reload from the stores on next touch)."""
         with self._lock:
             self._users.clear()
+            self._stale.update(self._loading, self._warming)
 
     def invalidate(self, user_id: int) -> None:
+        """Drop the user; a load of theirs in flight is served once but not kept."""
         with self._lock:
             self._users.pop(user_id, None)
+            if user_id in self._loading or user_id in self._warming:
+                self._stale.add(user_id)
+
+    def refresh(self, user_id: int, memory_id: str, fields: dict[str, Any]) -> bool:
+        """Patch a held memory's weight fields in place; False when that cannot be done.
+
+        For followers of ``memory.changes``: weight recovery changes neither text nor
+        status, so a reload of the whole user would be waste. ``fields`` also names the
+        writer's ``status`` and ``content_hash``; if either differs from the held copy (or
+        the memory is not held) the answer is False and the caller reloads the user.
+        Weights that would move the record back in time (a late event) are ignored.
+        """
+        idx = self.peek(user_id)
+        if idx is None:
+            return True  # nothing held: the next load reads the stores
+        weights = {k: v for k, v in fields.items() if k not in ("status", "content_hash")}
+        with idx.lock:
+            rec = idx.records.get(memory_id)
+            if (
+                rec is None
+                or str(rec.status) != fields.get("status")
+                or rec.content_hash != fields.get("content_hash")
+            ):
+                return False
+            if weights["weight_at"] >= rec.weight_at:
+                idx.upsert(dataclasses.replace(rec, **weights), None)
+        return True
 
     def apply(self, batch: WriteBatch) -> None:
         """Write listener: mirror an applied batch into the users we hold."""
+        touched = {m.user_id for m in batch.memories}
+        with self._lock:  # a load in flight may have read the stores before this write
+            self._stale.update(u for u in touched if u in self._loading or u in self._warming)
         for m in batch.memories:
             idx = self.peek(m.user_id)
             if idx is None:

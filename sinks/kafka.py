@@ -114,22 +114,26 @@ class KafkaBus:
     def produce_json(
         self, topic: str, key: str, value: Any, headers: dict | None = None, on_delivery: Any = None
     ) -> None:
-        """Queue one JSON message; BufferError (local queue full) surfaces as unavailable."""
+        """Queue one JSON message; a local queue still full after a 1 s drain is unavailable."""
         payload = (
             value
             if isinstance(value, bytes)
             else json.dumps(value, ensure_ascii=False, default=str).encode()
         )
-        try:
-            self.producer.produce(
-                topic,
-                key=key.encode(),
-                value=payload,
-                headers=list((headers or {}).items()),
-                on_delivery=on_delivery,
-            )
-        except BufferError as exc:
-            raise StoreUnavailable("kafka: local producer queue is full") from exc
+        for attempt in range(2):
+            try:
+                self.producer.produce(
+                    topic,
+                    key=key.encode(),
+                    value=payload,
+                    headers=list((headers or {}).items()),
+                    on_delivery=on_delivery,
+                )
+                break
+            except BufferError as exc:
+                if attempt:
+                    raise StoreUnavailable("kafka: local producer queue is full") from exc
+                self.producer.poll(1.0)  # back-pressure: let deliveries drain, then retry
         self.producer.poll(0)
 
     def flush(self, timeout: float = 10.0) -> int:

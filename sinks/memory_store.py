@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +32,11 @@ from sinks.stores import Stores
 
 log = logging.getLogger(__name__)
 RECONCILE_KEY = "reconcile:pending"
+REFRESH_OP = "REFRESH"  # memory.changes op of a weight-only update (no change-log row)
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at is not None else None
 
 
 @dataclass
@@ -57,6 +63,9 @@ Listener = Callable[[WriteBatch], None]
 
 class MemoryStore:
     def __init__(self, stores: Stores, cipher: ContentCipher, milvus_retries: int = 3):
+        # Names this writer in its memory.changes events, so a process that follows the
+        # topic can skip what its own listeners already applied.
+        self.origin = uuid.uuid4().hex[:16]
         self.stores = stores
         self.cipher = cipher
         self.db = stores.clickhouse.database
@@ -131,10 +140,8 @@ class MemoryStore:
             log.error("reconcile queue unavailable; the periodic reconcile will find the drift")
 
     def _publish(self, batch: WriteBatch) -> None:
-        for c in batch.changes:
-            if c.op_type is OpType.NONE:
-                continue
-            event = {
+        events = [
+            {
                 "op": str(c.op_type),
                 "memory_id": c.memory_id,
                 "user_id": c.user_id,
@@ -142,11 +149,39 @@ class MemoryStore:
                 "at": c.op_time.isoformat(),
                 "change_id": c.change_id,
                 "task_id": c.task_id or None,
+                "origin": self.origin,
             }
+            for c in batch.changes
+            if c.op_type is not OpType.NONE
+        ]
+        # A version written with no change row (weight recovery after recall hits) is
+        # no change of content or status: the event carries the new weight fields so a
+        # follower patches its copy in place instead of reloading the user.
+        logged = {c.memory_id for c in batch.changes}
+        events += [
+            {
+                "op": REFRESH_OP,
+                "memory_id": m.memory_id,
+                "user_id": m.user_id,
+                "scope": {"level": str(m.level), "app_id": m.app_id},
+                "at": m.updated_at.isoformat(),
+                "origin": self.origin,
+                "weights": {
+                    "status": str(m.status),
+                    "content_hash": m.content_hash,
+                    "weight": m.weight,
+                    "weight_at": m.weight_at.isoformat(),
+                    "last_recalled_at": _iso(m.last_recalled_at),
+                    "recall_count": m.recall_count,
+                },
+            }
+            for m in batch.memories
+            if m.memory_id not in logged
+        ]
+        topic = self.stores.kafka.topic(TOPIC_CHANGES)
+        for event in events:
             try:
-                self.stores.kafka.produce_json(
-                    self.stores.kafka.topic(TOPIC_CHANGES), str(c.user_id), event
-                )
+                self.stores.kafka.produce_json(topic, str(event["user_id"]), event)
             except StoreUnavailable:
                 log.warning("memory.changes publish skipped: producer queue full")
 
