@@ -116,19 +116,35 @@ class TaskStore:
             raw = self._redis.client.hgetall(_key(task_id))
         except redis.RedisError:
             return None
-        if not raw:
-            return None
-        out: dict[str, Any] = {
-            "task_id": task_id,
-            "status": raw.get("status", "accepted"),
-            "user_id": int(raw["user_id"]) if raw.get("user_id") else None,
-            "updated_at": float(raw.get("updated_at", 0)),
-        }
-        if "counts" in raw:
-            out["counts"] = json.loads(raw["counts"])
-            out["memory_ids"] = json.loads(raw.get("memory_ids", "[]"))
-            out["degraded"] = raw.get("degraded") == "1"
-        if raw.get("status") == "failed":
-            out["code"] = int(raw.get("code") or 0)
-            out["reason"] = raw.get("reason", "")
-        return out
+        return _status(task_id, raw)
+
+    def get_many(self, task_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The statuses of several tasks in one round trip; unknown ones are left out."""
+        try:
+            pipe = self._redis.client.pipeline(transaction=False)
+            for task_id in task_ids:
+                pipe.hgetall(_key(task_id))
+            raws = pipe.execute()
+        except redis.RedisError:
+            return {}
+        found = (_status(t, raw) for t, raw in zip(task_ids, raws, strict=True))
+        return {s["task_id"]: s for s in found if s is not None}
+
+
+def _status(task_id: str, raw: dict[str, str]) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    out: dict[str, Any] = {
+        "task_id": task_id,
+        "status": raw.get("status", "accepted"),
+        "user_id": int(raw["user_id"]) if raw.get("user_id") else None,
+        "updated_at": float(raw.get("updated_at", 0)),
+    }
+    if "counts" in raw:
+        out["counts"] = json.loads(raw["counts"])
+        out["memory_ids"] = json.loads(raw.get("memory_ids", "[]"))
+        out["degraded"] = raw.get("degraded") == "1"
+    if raw.get("status") == "failed":
+        out["code"] = int(raw.get("code") or 0)
+        out["reason"] = raw.get("reason", "")
+    return out

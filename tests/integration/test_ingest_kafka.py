@@ -48,6 +48,9 @@ def test_kafka_conversations_become_memories_of_the_right_user(
         status = wait_for(lambda e=e: _done(runtime, e["task_id"]), what=e["task_id"])
         assert status["status"] == "done", status
         assert status["counts"]["added"] >= 1
+    many = runtime.tasks.get_many([e["task_id"] for e in events] + ["t_never_seen"])
+    assert set(many) == {e["task_id"] for e in events}  # one round trip, unknown left out
+    assert all(many[e["task_id"]] == runtime.tasks.get(e["task_id"]) for e in events)
 
     mems = {u: runtime.memories.load(u, statuses=[Status.ACTIVE]) for u in users}
     assert any("engineer" in m.content for m in mems[users[0]])
