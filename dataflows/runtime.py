@@ -39,10 +39,7 @@ class Runtime:
         from models.factory import build_embedder, build_llm
 
         memories = MemoryStore(stores, ContentCipher.from_settings(settings))
-        cache = HotCache(
-            memories, settings.embedding_dim, settings.hot_cache_budget_mb * 1024 * 1024
-        )
-        memories.subscribe(cache.apply)
+        cache = HotCache.attach(memories, settings.embedding_dim, settings.hot_cache_budget_mb)
         return cls(
             settings=settings,
             stores=stores,

@@ -31,8 +31,7 @@ class Services:
         from models.factory import build_embedder
 
         memories = MemoryStore(stores, ContentCipher.from_settings(settings))
-        cache = HotCache(memories, settings.embedding_dim, settings.hot_cache_budget_mb << 20)
-        memories.subscribe(cache.apply)
+        cache = HotCache.attach(memories, settings.embedding_dim, settings.hot_cache_budget_mb)
         return cls(
             settings,
             stores,

@@ -31,6 +31,13 @@ class HotCache:
         self.hits = 0
         self.misses = 0
 
+    @classmethod
+    def attach(cls, store: MemoryStore, dim: int, budget_mb: int) -> HotCache:
+        """A cache kept current by ``store``'s write listener (how every process builds it)."""
+        cache = cls(store, dim, budget_mb * 1024 * 1024)
+        store.subscribe(cache.apply)
+        return cache
+
     def __len__(self) -> int:
         return len(self._users)
 
@@ -55,9 +62,7 @@ class HotCache:
                 self.misses += 1
                 idx = self._load(user_id)
                 with self._lock:
-                    if user_id in self._stale:  # invalidated while loading: serve, don't keep
-                        self._stale.discard(user_id)
-                    else:
+                    if self._keep(user_id):
                         self._users[user_id] = idx
                         self._evict()
         with self._lock:
@@ -93,16 +98,23 @@ class HotCache:
             return
         try:
             loaded = self._load_many(missing)
-        finally:
+        except BaseException:
             with self._lock:
                 self._warming.difference_update(missing)
-        with self._lock:
+            raise
+        with self._lock:  # one block: an invalidation cannot slip between the two steps
+            self._warming.difference_update(missing)
             for user_id, idx in loaded.items():
-                if user_id in self._stale:
-                    self._stale.discard(user_id)
-                else:
+                if self._keep(user_id):
                     self._users.setdefault(user_id, idx)
             self._evict()
+
+    def _keep(self, user_id: int) -> bool:
+        """Under the lock, after a load: False (and forgotten) if it went stale meanwhile."""
+        if user_id in self._stale:
+            self._stale.discard(user_id)
+            return False
+        return True
 
     def _evict(self) -> None:
         total = sum(i.nbytes for i in self._users.values())

@@ -59,9 +59,11 @@ class TransformersEmbedder(Embedder):
         runtime: str = "onnx",
         onnx_cache_dir: Path | None = None,
     ) -> None:
+        if runtime not in ("onnx", "torch"):
+            raise ModelConfigError(f"embedding_runtime must be onnx or torch, not {runtime!r}")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
+        from transformers import AutoConfig, AutoTokenizer
 
         path = model or str(default_model_path())
         if threads > 0:
@@ -73,15 +75,12 @@ class TransformersEmbedder(Embedder):
                     f"embedding_dim is {dim} but model {path!r} produces {hidden}-d vectors"
                 )
             self._tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            # Eager attention traces to a plain graph for the ONNX export.
-            self._model = AutoModel.from_pretrained(
-                path, local_files_only=True, attn_implementation="eager"
-            )
         except (OSError, ValueError, AttributeError) as exc:
             raise ModelConfigError(
                 f"embedding model {path!r} cannot be loaded offline: {exc}"
             ) from exc
-        self._model.to(device).eval()
+        self._path = path
+        self._model: Any = None  # the torch weights, loaded only when torch has to run
         self._device = device
         super().__init__(dim=hidden, batch_size=batch_size, cache_size=cache_size)
         local = Path(path)
@@ -100,7 +99,7 @@ class TransformersEmbedder(Embedder):
             from models.embedding.onnx_runtime import default_cache_dir, load_onnx_encoder
 
             self._onnx = load_onnx_encoder(
-                self._model,
+                self._torch_model,
                 self._tokenizer,
                 local if local.is_dir() else None,
                 cls_pooling=self._cls,
@@ -109,10 +108,25 @@ class TransformersEmbedder(Embedder):
                 cache_dir=onnx_cache_dir or default_cache_dir(),
                 reference=self._torch_batch,
             )
-            self._model = None  # the session holds its own copy of the weights
-        elif runtime not in ("onnx", "torch"):
-            raise ModelConfigError(f"embedding_runtime must be onnx or torch, not {runtime!r}")
+            self._model = None  # after an export: the session holds its own copy
+        else:
+            self._torch_model()
         self.runtime = "onnx" if self._onnx is not None else "torch"
+
+    def _torch_model(self) -> Any:
+        if self._model is None:
+            from transformers import AutoModel
+
+            try:  # eager attention traces to a plain graph for the ONNX export
+                self._model = AutoModel.from_pretrained(
+                    self._path, local_files_only=True, attn_implementation="eager"
+                )
+            except (OSError, ValueError, AttributeError) as exc:
+                raise ModelConfigError(
+                    f"embedding model {self._path!r} cannot be loaded offline: {exc}"
+                ) from exc
+            self._model.to(self._device).eval()
+        return self._model
 
     @property
     def name(self) -> str:
@@ -133,7 +147,7 @@ class TransformersEmbedder(Embedder):
                 max_length=self._max_len,
                 return_tensors="pt",
             ).to(self._device)
-            hidden = self._model(**enc).last_hidden_state
+            hidden = self._torch_model()(**enc).last_hidden_state
             if self._cls:
                 pooled = hidden[:, 0]
             else:

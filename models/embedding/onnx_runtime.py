@@ -17,6 +17,7 @@ import os
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,7 @@ class OnnxEncoder:
 
 
 def load_onnx_encoder(
-    model: Any,
+    load_model: Callable[[], Any],
     tokenizer: Any,
     model_dir: Path | None,
     *,
@@ -170,7 +171,8 @@ def load_onnx_encoder(
 ) -> OnnxEncoder:
     """An encoder from the cached export, or a fresh export checked against ``reference``.
 
-    ``reference(texts)`` gives the torch vectors; a fresh export whose probe vectors differ
+    ``load_model()`` gives the torch model, called only to export; ``reference(texts)``
+    gives its vectors; a fresh export whose probe vectors differ
     (cosine below 0.9999) raises ModelConfigError rather than serve changed vectors.
     The cache is best effort: an unwritable directory only costs the export next time.
     """
@@ -184,7 +186,7 @@ def load_onnx_encoder(
                 log.warning(
                     "onnx cache entry unusable, exporting again", extra=log_fields(error=str(exc))
                 )
-    graph = export_onnx(model, tokenizer, cls_pooling=cls_pooling, max_len=max_len)
+    graph = export_onnx(load_model(), tokenizer, cls_pooling=cls_pooling, max_len=max_len)
     encoder = OnnxEncoder(graph, tokenizer, max_len=max_len, threads=threads)
     got, want = encoder.encode(PROBES), np.asarray(reference(PROBES), dtype=np.float32)
     cos = (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
