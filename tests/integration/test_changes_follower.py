@@ -8,7 +8,7 @@ the follower A would keep serving the index it loaded first.
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
@@ -68,18 +68,21 @@ def test_weight_recovery_is_patched_in_place(process_a, runtime, user_id):
     assert fact.memory_id in recalled(client, user_id, "do I keep bees?")
     held = services.cache.peek(user_id)
     refreshed = follower.refreshed
+    # The recall above also sends a hit to the lifecycle flow, whose recovery is another
+    # REFRESH stamped with the wall clock. This write is stamped later than any of those,
+    # so whichever order they arrive in, the held copy ends up with this one.
+    later = datetime.now(UTC) + timedelta(hours=1)
     recovered = dataclasses.replace(
-        fact,
-        weight=0.9,
-        weight_at=fact.weight_at + timedelta(minutes=1),
-        last_recalled_at=fact.weight_at + timedelta(minutes=1),
-        recall_count=1,
+        fact, weight=0.9, weight_at=later, last_recalled_at=later, recall_count=7
     )
     runtime.memories.write(WriteBatch(memories=[recovered]))  # no change row: a REFRESH
-    wait_for(lambda: follower.refreshed > refreshed, what="the REFRESH event")
+    wait_for(
+        lambda: held.records[fact.memory_id].weight == pytest.approx(0.9),
+        what="the REFRESH event patched into the held index",
+    )
+    assert follower.refreshed > refreshed
     assert services.cache.peek(user_id) is held  # patched, not reloaded
-    assert held.records[fact.memory_id].weight == pytest.approx(0.9)
-    assert held.records[fact.memory_id].recall_count == 1
+    assert held.records[fact.memory_id].recall_count == 7
 
 
 def test_own_writes_are_not_applied_twice(process_a, user_id):
