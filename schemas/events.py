@@ -17,8 +17,13 @@ class Frozen(BaseModel):
 
 
 class Message(Frozen):
+    """One turn. ``name`` is the speaker's display name (OpenAI chat convention): facts
+    about a named speaker name them. ``ts`` is when it was said: relative dates resolve
+    against it and a fact's ``valid_at`` is it."""
+
     role: Role
     content: str = Field(min_length=1)
+    name: str | None = Field(default=None, min_length=1, max_length=128)
     msg_id: str | None = None
     ts: datetime | None = None
 

@@ -42,12 +42,31 @@ class MemoryRecord:
     superseded_by: str | None = None
     source_session_id: str | None = None
     source_msg_id: str | None = None
+    # Every source turn: more than one for a consolidated memory; empty means just
+    # ``source_msg_id`` (see ``msg_ids``).
+    source_msg_ids: list[str] = field(default_factory=list)
     custom_tags: dict[str, Any] = field(default_factory=dict)
     version: int = 0
 
     @property
     def vector_ref(self) -> str:
         return self.memory_id
+
+    @property
+    def msg_ids(self) -> list[str]:
+        """Every source msg_id of this memory, in order, without repeats."""
+        ids = list(self.source_msg_ids)
+        if self.source_msg_id and self.source_msg_id not in ids:
+            ids.insert(0, self.source_msg_id)
+        return ids
+
+    def source(self) -> dict[str, Any]:
+        """``source {session_id, msg_id, msg_ids}`` as the API shows it (DESIGN §6)."""
+        return {
+            "session_id": self.source_session_id,
+            "msg_id": self.source_msg_id,
+            "msg_ids": self.msg_ids,
+        }
 
     def public(self) -> dict[str, Any]:
         """The caller-facing fields (no hash, no version)."""
@@ -74,7 +93,7 @@ class MemoryRecord:
             "invalid_at": _iso(self.invalid_at),
             "superseded_by": self.superseded_by,
             "custom_tags": self.custom_tags,
-            "source": {"session_id": self.source_session_id, "msg_id": self.source_msg_id},
+            "source": self.source(),
         }
 
 

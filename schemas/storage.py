@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: memories.source_msg_ids
 
 MEMORY_COLUMNS: tuple[str, ...] = (
     "memory_id", "user_id", "app_id", "session_id", "level", "ownership", "mem_type",
     "content", "content_hash", "weight", "weight_at", "status", "is_important",
     "recall_count", "created_at", "updated_at", "last_recalled_at", "expire_at",
     "archived_at", "deleted_at", "valid_at", "invalid_at", "superseded_by",
-    "source_session_id", "source_msg_id", "custom_tags", "vector_ref", "version",
+    "source_session_id", "source_msg_id", "source_msg_ids", "custom_tags", "vector_ref",
+    "version",
 )  # fmt: skip
 
 CHANGELOG_COLUMNS: tuple[str, ...] = (
@@ -55,11 +56,15 @@ def clickhouse_ddl(db: str) -> list[str]:
             superseded_by Nullable(String),
             source_session_id Nullable(String),
             source_msg_id Nullable(String),
+            source_msg_ids Array(String),
             custom_tags String,
             vector_ref String,
             version UInt64
         ) ENGINE = ReplacingMergeTree(version)
         ORDER BY (user_id, memory_id)""",
+        # v1 → v2: a store made before consolidation gains the column (idempotent).
+        f"ALTER TABLE {db}.memories ADD COLUMN IF NOT EXISTS source_msg_ids Array(String) "
+        "AFTER source_msg_id",
         f"""CREATE TABLE IF NOT EXISTS {db}.memory_changelog (
             change_id String,
             memory_id String,

@@ -212,6 +212,7 @@ class MemoryStore:
             "superseded_by": m.superseded_by,
             "source_session_id": m.source_session_id,
             "source_msg_id": m.source_msg_id,
+            "source_msg_ids": list(m.source_msg_ids),
             "custom_tags": tags_json(m.custom_tags),
             "vector_ref": m.vector_ref,
             "version": version,
@@ -279,6 +280,18 @@ class MemoryStore:
         )
         return {h: mid for h, mid in rows}
 
+    def archived_hashes(self, user_ids: list[int]) -> dict[int, dict[str, str]]:
+        """Per user, content_hash → memory_id of the ARCHIVED memories (one query)."""
+        rows = self.stores.clickhouse.query(
+            f"SELECT user_id, content_hash, memory_id FROM {self.db}.memories FINAL "
+            "WHERE user_id IN {u:Array(UInt64)} AND status = 'ARCHIVED'",
+            {"u": list(user_ids)},
+        )
+        out: dict[int, dict[str, str]] = {u: {} for u in user_ids}
+        for user_id, h, mid in rows:
+            out[int(user_id)][h] = mid
+        return out
+
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for start in range(0, len(ids), 500):
@@ -313,6 +326,7 @@ class MemoryStore:
             superseded_by=r["superseded_by"],
             source_session_id=r["source_session_id"],
             source_msg_id=r["source_msg_id"],
+            source_msg_ids=list(r.get("source_msg_ids") or ()),
             custom_tags=json.loads(r["custom_tags"] or "{}"),
             version=int(r["version"]),
         )

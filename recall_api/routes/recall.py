@@ -122,7 +122,7 @@ def item(r: MemoryRecord, ranked: Ranked) -> dict[str, Any]:
         "score": round(ranked.score, 6), "is_important": r.is_important,
         "created_at": _iso(r.created_at), "valid_at": _iso(r.valid_at),
         "invalid_at": _iso(r.invalid_at), "custom_tags": r.custom_tags,
-        "source": {"session_id": r.source_session_id, "msg_id": r.source_msg_id},
+        "source": r.source(),
     }  # fmt: skip
 
 

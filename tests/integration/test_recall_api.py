@@ -81,7 +81,7 @@ def test_recall_ranks_the_relevant_memory_first_with_every_field(api, runtime, u
     top = answer["data"]["memories"][0]
     assert top["memory_id"] == peanuts.memory_id
     assert top["content"] == "I am allergic to peanuts"
-    assert top["source"] == {"session_id": "s-1", "msg_id": "m-1"}
+    assert top["source"] == {"session_id": "s-1", "msg_id": "m-1", "msg_ids": ["m-1"]}
     assert top["custom_tags"] == {"topic": "health"}
     assert {
         "ownership",
