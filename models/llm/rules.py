@@ -2,8 +2,9 @@
 
 Extraction is :mod:`models.rules.extract`. Evolution is by similarity threshold
 (DESIGN §7): the same normalized text, or a cosine score ≥ ``near_duplicate_similarity``
-(0.95 by default, never the recall threshold), is NONE against that memory; anything
-else is ADD. The rules never UPDATE or DELETE: without understanding, merging or
+(0.95 by default, never the recall threshold) *with the same names, numbers and dates*
+(:func:`core.sameness.same_specifics`: two towns are two facts however close their
+cosine), is NONE against that memory; anything else is ADD. The rules never UPDATE or DELETE: without understanding, merging or
 superseding would risk losing true memories.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
+from core.sameness import same_specifics
 from models.lang import normalize
 from models.llm.base import LLM, SimilarLike
 from models.rules.extract import extract_rules
@@ -49,7 +51,12 @@ class RulesLLM(LLM):
             if normalize(item.text) == key:
                 return [Decision(op=OpType.NONE, target_id=item.id)]
             score = item.score
-            if score is not None and score >= self.near_duplicate_similarity and score > best_score:
+            if (
+                score is not None
+                and score >= self.near_duplicate_similarity
+                and score > best_score
+                and same_specifics(text, item.text)
+            ):
                 best_id, best_score = item.id, score
         if best_id is not None:
             return [Decision(op=OpType.NONE, target_id=best_id)]

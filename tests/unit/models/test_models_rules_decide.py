@@ -63,3 +63,23 @@ def test_degrade_only_catches_model_errors():
 
     with pytest.raises(RuntimeError):
         decide_or_degrade(_Broken(), "x", [("m1", "y", 0.1)])
+
+
+def test_facts_that_differ_in_a_name_are_two_facts_however_close_their_cosine():
+    new = "User once visited the town of Zorvath017 and loved its bakery"
+    similar = [("m1", "User once visited the town of Zorvath003 and loved its bakery", 0.99)]
+    assert RulesLLM(0.95).decide(new, similar)[0].op is OpType.ADD
+
+
+def test_a_near_duplicate_with_the_same_specifics_is_none():
+    new = "Priya really loves the bakery in Zorvath003"
+    similar = [("m1", "Priya loves the bakery in Zorvath003", 0.97)]
+    assert [(d.op, d.target_id) for d in RulesLLM(0.95).decide(new, similar)] == [
+        (OpType.NONE, "m1")
+    ]
+
+
+def test_the_closest_candidate_with_other_specifics_is_passed_over_for_a_matching_one():
+    similar = [("m1", "Tomás lives in Lisbon", 0.99), ("m2", "Priya lives in Lisbon now", 0.96)]
+    decisions = RulesLLM(0.95).decide("Priya lives in Lisbon", similar)
+    assert [(d.op, d.target_id) for d in decisions] == [(OpType.NONE, "m2")]
