@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from core.lexical import BM25Index
+from schemas.enums import Status
 from schemas.memory import MemoryRecord
 
 
@@ -25,6 +26,9 @@ class UserIndex:
         self.lock = threading.RLock()
         self.records: dict[str, MemoryRecord] = {}
         self.by_hash: dict[str, str] = {}  # content_hash -> memory_id, for exact dedup
+        # content_hash -> memory_id of ARCHIVED memories: a fact said again is restored,
+        # not stored twice (DESIGN §7 "against stored hashes"). Hashes only, no records.
+        self.dormant: dict[str, str] = {}
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
         self._matrix = np.zeros((capacity, dim), dtype=np.float32)
@@ -64,6 +68,18 @@ class UserIndex:
         if old is None or old.content != record.content:
             self._lexical.remove(mid)
             self._lexical.add(mid, record.content)
+
+    def note_status(self, record: MemoryRecord) -> None:
+        """Keep ``dormant`` in step with a record that left or (re)entered ARCHIVED."""
+        if record.status is Status.ARCHIVED:
+            self.dormant[record.content_hash] = record.memory_id
+        elif self.dormant.get(record.content_hash) == record.memory_id:
+            del self.dormant[record.content_hash]
+
+    def forget_dormant(self, memory_id: str) -> None:
+        """A purged memory is no longer there to restore."""
+        for h in [h for h, mid in self.dormant.items() if mid == memory_id]:
+            del self.dormant[h]
 
     def remove(self, memory_id: str) -> None:
         row = self._row.pop(memory_id, None)

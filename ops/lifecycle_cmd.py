@@ -104,9 +104,14 @@ def via_node(
 
 
 def run_direct(
-    settings: Settings, now: datetime, users: list[int] | None, embedder: Any = None
+    settings: Settings,
+    now: datetime,
+    users: list[int] | None,
+    embedder: Any = None,
+    reconcile_grace_s: float | None = None,
 ) -> dict[str, Any]:
     """Open the stores in this process and apply the pass with the handlers directly."""
+    from dataflows.lifecycle.reconcile import RECONCILE_GRACE_S
     from dataflows.lifecycle.scan import run_pass
     from dataflows.lifecycle.submit import DirectVia
     from dataflows.runtime import Runtime
@@ -116,7 +121,8 @@ def run_direct(
     stores.setup()
     try:
         rt = Runtime.build(settings, stores, embedder=embedder or _LazyEmbedder(settings))
-        return run_pass(rt, now, DirectVia(rt), users=users)
+        grace = RECONCILE_GRACE_S if reconcile_grace_s is None else reconcile_grace_s
+        return run_pass(rt, now, DirectVia(rt), users=users, reconcile_grace_s=grace)
     finally:
         stores.close()
 

@@ -76,12 +76,14 @@ class HotCache:
         """Indexes for several users with one ClickHouse query and one Milvus read."""
         records = self.store.load_many(user_ids, statuses=[Status.ACTIVE])
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
+        dormant = self.store.archived_hashes(user_ids)
         by_user: dict[int, list] = {u: [] for u in user_ids}
         for r in records:
             by_user[r.user_id].append(r)
         out = {}
         for user_id, recs in by_user.items():
             idx = UserIndex(user_id, self.dim, capacity=max(64, len(recs)))
+            idx.dormant = dormant.get(user_id, {})
             for r in recs:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair
@@ -170,6 +172,7 @@ class HotCache:
             if idx is None:
                 continue
             with idx.lock:
+                idx.note_status(m)
                 vec = batch.vectors.get(m.memory_id)
                 if m.status is Status.ACTIVE and m.invalid_at is None:
                     if vec is None and m.memory_id not in idx:
@@ -184,3 +187,9 @@ class HotCache:
             for idx in holders:
                 with idx.lock:
                     idx.remove(mid)
+        for mid in batch.purge_ids:
+            with self._lock:
+                held = list(self._users.values())
+            for idx in held:
+                with idx.lock:
+                    idx.forget_dormant(mid)

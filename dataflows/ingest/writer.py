@@ -6,8 +6,14 @@ batch so far) → evolution against the top-10 similar memories of the same scop
 check with eviction. The user's hot index is updated at once, so the next fact of the
 same batch sees this one; the returned WriteBatch is made durable by the sink.
 
-Ids are deterministic (task id + fact position), so a replay after a crash finds its
-own earlier write by hash and id and writes nothing twice.
+Ids are deterministic (task id + fact position; a second ADD of the same fact's
+decisions gets the fact's id + its position in the answer), so a replay after a crash
+finds its own earlier write by hash and id and writes nothing twice.
+
+A fact whose hash matches an ARCHIVED memory of the user is that memory said again: it
+is restored (ACTIVE, initial weight, decay anchor now, a RESTORE change row) instead of
+stored twice. DELETED memories are not restored: a deletion is the user's or the
+eviction's word, and a fact said after it is a new memory.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from core.capacity import (
     delta_for,
     plan_admission,
 )
-from core.hashing import change_id_for, content_hash
+from core.hashing import change_id_for, content_hash, stable_id
 from core.user_index import UserIndex
 from core.weights import initial_weight, weight_now
 from dataflows.ingest.items import Applied, Extracted, FactItem
@@ -96,6 +102,10 @@ class Writer:
         if existing == fi.memory_id or fi.memory_id in idx:
             r.skipped += 1  # a replay of our own earlier write
             return
+        dormant = idx.dormant.get(h)
+        if existing is None and dormant is not None:
+            self._restore(idx, counters, fi, dormant, r, batch, now)
+            return
         if existing is not None:
             r.skipped += 1
             batch.changes.append(
@@ -123,10 +133,13 @@ class Writer:
                 res = decide_or_degrade(self.rt.llm, fi.fact, offered)
                 decisions = res.decisions
                 r.degraded = r.degraded or res.degraded
-        new_id = fi.memory_id
+        new_id = fi.memory_id  # the first ADD's id: what a DELETE is superseded by
+        adds = 0
         for seq, d in enumerate(decisions):
             if d.op is OpType.ADD:
-                self._add(idx, counters, fi, d.text or text, r, batch, now)
+                mid = fi.memory_id if adds == 0 else stable_id("m_", fi.memory_id, seq)
+                adds += 1
+                self._add(idx, counters, fi, d.text or text, r, batch, now, mid)
             elif d.op is OpType.UPDATE:
                 self._update(idx, fi, d, r, batch, now, seq)
             elif d.op is OpType.DELETE:
@@ -147,15 +160,20 @@ class Writer:
                     )
                 )
 
-    def _record(self, fi: FactItem, text: str, now: datetime) -> MemoryRecord:
+    def _record(
+        self, fi: FactItem, text: str, now: datetime, memory_id: str | None = None
+    ) -> MemoryRecord:
         ev = fi.incoming.event
         msg = ev.messages[fi.fact.msg_index] if fi.fact.msg_index < len(ev.messages) else None
         valid_at = (msg.ts if msg is not None and msg.ts else None) or ev.ts or now
         if valid_at.tzinfo is None:
             valid_at = valid_at.replace(tzinfo=UTC)
         tags = dict(ev.strategy.tags) if ev.strategy else {}
+        expire_at = _end_of_day(fi.fact.expire_at)
+        if expire_at is not None and expire_at <= now:
+            expire_at = None  # a plan of an imported old chat is a past event: keep it
         return MemoryRecord(
-            memory_id=fi.memory_id,
+            memory_id=memory_id or fi.memory_id,
             user_id=ev.user_id,
             content=text,
             content_hash=content_hash(text),
@@ -171,7 +189,7 @@ class Writer:
             valid_at=valid_at,
             app_id=ev.app_id,
             session_id=ev.session_id if ev.level is Level.SESSION else None,
-            expire_at=_end_of_day(fi.fact.expire_at),
+            expire_at=expire_at,
             source_session_id=ev.session_id,
             source_msg_id=fi.fact.msg_id,
             custom_tags=tags,
@@ -186,8 +204,12 @@ class Writer:
         r: TaskResult,
         batch: WriteBatch,
         now: datetime,
+        memory_id: str,
     ) -> None:
-        rec = self._record(fi, text, now)
+        if memory_id in idx:
+            r.skipped += 1  # a replay of our own earlier write
+            return
+        rec = self._record(fi, text, now, memory_id)
         if not self.admit(idx, counters, rec, r, batch, now, fi.task_id):
             return
         vector = fi.vector if text == fi.fact.text.strip() else self._embed(text)
@@ -207,6 +229,56 @@ class Writer:
         idx.upsert(rec, vector)
         counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
         r.added += 1
+        r.memory_ids.append(rec.memory_id)
+
+    def _restore(
+        self,
+        idx: UserIndex,
+        counters: Counters,
+        fi: FactItem,
+        memory_id: str,
+        r: TaskResult,
+        batch: WriteBatch,
+        now: datetime,
+    ) -> None:
+        """An archived memory said again comes back (same id, fresh weight and anchor)."""
+        old = self.rt.memories.get(fi.incoming.event.user_id, memory_id)
+        if old is None or old.status is not Status.ARCHIVED:
+            idx.dormant.pop(content_hash(fi.fact.text.strip()), None)  # stale: store anew
+            return self._apply_fact(idx, counters, fi, r, batch, now)
+        fresh = self._record(fi, old.content, now)
+        rec = dataclasses.replace(
+            old,
+            status=Status.ACTIVE,
+            weight=max(
+                fresh.weight,
+                initial_weight(old.ownership, old.mem_type, self.s, is_important=old.is_important),
+            ),
+            weight_at=now,
+            updated_at=now,
+            archived_at=None,
+            expire_at=fresh.expire_at,
+            source_msg_ids=[*old.msg_ids, *(m for m in fresh.msg_ids if m not in old.msg_ids)],
+        )
+        if not self.admit(idx, counters, rec, r, batch, now, fi.task_id):
+            return
+        batch.memories.append(rec)
+        batch.vectors[rec.memory_id] = fi.vector
+        batch.changes.append(
+            change(
+                rec,
+                OpType.RESTORE,
+                change_id_for(rec.memory_id, "RESTORE", fi.task_id),
+                now,
+                after=rec.content,
+                reason=f"said again (fact {fi.memory_id})",
+                task_id=fi.task_id,
+            )
+        )
+        idx.upsert(rec, fi.vector)
+        idx.note_status(rec)
+        counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
+        r.updated += 1
         r.memory_ids.append(rec.memory_id)
 
     def _update(

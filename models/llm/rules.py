@@ -4,8 +4,8 @@ Extraction is :mod:`models.rules.extract`. Evolution is by similarity threshold
 (DESIGN §7): the same normalized text, or a cosine score ≥ ``near_duplicate_similarity``
 (0.95 by default, never the recall threshold) *with the same names, numbers and dates*
 (:func:`core.sameness.same_specifics`: two towns are two facts however close their
-cosine), is NONE against that memory; anything else is ADD. The rules never UPDATE or DELETE: without understanding, merging or
-superseding would risk losing true memories.
+cosine), is NONE against that memory; anything else is ADD. The rules never UPDATE or
+DELETE: without understanding, merging or superseding would risk losing true memories.
 """
 
 from __future__ import annotations

@@ -93,8 +93,19 @@ def test_the_cli_runs_a_pass_in_process_when_no_node_runs(runtime, settings, use
         record(user_id, "I sail on weekends"),
         record(user_id, "I knit", weight_at=T0 + timedelta(days=80)),
     )
-    runtime.stores.milvus.delete([lost.memory_id])  # repaired with the CLI's own (lazy) model
+    runtime.stores.milvus.delete([lost.memory_id])
+    # Written < 30 s ago: within the default grace a missing vector is not yet suspect.
     summary = run_direct(settings, T0 + timedelta(days=91), [user_id])
     assert summary["archived"] == 1 and summary["users"] == 1
-    assert summary["reconciled"]["missing_vectors"] == 0  # written < 30 s ago: not yet suspect
+    assert summary["reconciled"]["missing_vectors"] == 0
     assert runtime.memories.get(user_id, m.memory_id).status is Status.ARCHIVED
+    assert runtime.stores.milvus.get([lost.memory_id], ["memory_id"]) == []
+
+    # Past the grace it is repaired, with the CLI's own (lazily loaded) model.
+    summary = run_direct(settings, T0 + timedelta(days=91), [user_id], reconcile_grace_s=0)
+    assert summary["reconciled"]["missing_vectors"] == 1
+    (row,) = runtime.stores.milvus.get([lost.memory_id], ["vector", "status"])
+    assert row["status"] == "ACTIVE"
+    want = runtime.embedder.embed([lost.content])[0]
+    got = np.asarray(row["vector"], dtype=np.float32)
+    assert float(got @ want / np.linalg.norm(got) / np.linalg.norm(want)) > 0.999
