@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from confluent_kafka import Producer
@@ -50,35 +51,51 @@ def _produce(
     env: BenchStack, n: int, users: int, rate: float | None, seed: int, tag: str
 ) -> dict[str, float]:
     rng = random.Random(seed)
+
+    def events() -> Iterator[dict[str, Any]]:
+        for i in range(n):
+            user = 1_000_000 + rng.randrange(users)
+            task = f"{tag}-{i}"
+            yield {
+                "task_id": task,
+                "user_id": user,
+                "messages": [
+                    {"role": "user", "content": t, "msg_id": f"{task}-{j}"}
+                    for j, t in enumerate(_turns(rng))
+                ],
+            }
+
+    return send_events(env, events(), rate)
+
+
+def send_events(
+    env: BenchStack, events: Iterable[dict[str, Any]], rate: float | None = None
+) -> dict[str, float]:
+    """Produce conversation events (each with ``task_id`` and ``user_id``) to
+    ``memory.conversations`` with a real producer, keyed by user; ``rate`` events/s or
+    as fast as Kafka takes them. Returns task_id → time sent (epoch seconds)."""
     producer = Producer({"bootstrap.servers": env.settings.kafka_bootstrap, "linger.ms": 2})
     topic = env.stores.kafka.topic(TOPIC_CONVERSATIONS)
     sent: dict[str, float] = {}
     start = time.perf_counter()
-    for i in range(n):
+    for i, event in enumerate(events):
         if rate:
             delay = start + i / rate - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
-        user = 1_000_000 + rng.randrange(users)
-        task = f"{tag}-{i}"
-        event = {
-            "task_id": task,
-            "user_id": user,
-            "messages": [
-                {"role": "user", "content": t, "msg_id": f"{task}-{j}"}
-                for j, t in enumerate(_turns(rng))
-            ],
-        }
-        sent[task] = time.time()
+        user = event["user_id"]
+        sent[event["task_id"]] = time.time()
         producer.produce(topic, key=str(user).encode(), value=json.dumps(event).encode())
         producer.poll(0)
     producer.flush(60)
     return sent
 
 
-def _wait_done(
+def wait_done(
     env: BenchStack, sent: dict[str, float], timeout: float, poll_s: float = 2.0
 ) -> dict[str, Any]:
+    """Task statuses once every task of ``sent`` is done or failed (or ``timeout`` s):
+    ``{"results": {task_id: status}, "missing": n}``."""
     deadline = time.monotonic() + timeout
     results: dict[str, dict] = {}
     pending = list(sent)
@@ -113,10 +130,10 @@ def bench_ingest(
         )
         flow.start()
         env.runtime.embedder.embed(["warm up the model"])
-        _wait_done(env, _produce(env, 20, users, None, 1, "warm"), 60)
+        wait_done(env, _produce(env, 20, users, None, 1, "warm"), 60)
 
         sent = _produce(env, conversations, users, None, 2, "sat")
-        done = _wait_done(env, sent, 900)
+        done = wait_done(env, sent, 900)
         results = done["results"].values()
         finished = max((r["updated_at"] for r in results), default=time.time())
         elapsed = finished - min(sent.values())
@@ -126,7 +143,7 @@ def bench_ingest(
         )
 
         fresh_sent = _produce(env, freshness_n, users, rate, 3, "fresh")
-        fresh = _wait_done(env, fresh_sent, 300)
+        fresh = wait_done(env, fresh_sent, 300)
         lat = [(r["updated_at"] - fresh_sent[t]) * 1000 for t, r in fresh["results"].items()]
         flow.stop()
         return {

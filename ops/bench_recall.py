@@ -164,7 +164,11 @@ def settle(idle_cores: float = 0.15, quiet_s: float = 2.0, max_s: float = 180.0)
     return time.monotonic() - started
 
 
-def _serve(env: BenchStack) -> tuple[Any, uvicorn.Server, threading.Thread, str]:
+def serve_api(env: BenchStack) -> tuple[Any, uvicorn.Server, threading.Thread, str]:
+    """Serve the API with uvicorn in a thread of this process, as the node does.
+
+    Returns ``(app, server, thread, recall_url)``; stop with ``server.should_exit = True``.
+    """
     rt = env.runtime
     services = Services(
         env.settings, env.stores, rt.memories, rt.cache, rt.tasks, rt.switches, rt.embedder
@@ -209,7 +213,7 @@ def bench_recall(
             _warm(env.runtime.cache, user_ids[i : i + 50])
         warmed = time.monotonic() - started
         settled = settle()
-        app, server, thread, url = _serve(env)
+        app, server, thread, url = serve_api(env)
         try:
             scope = {"include_global": True, "app_id": APP}
             warm = [  # statements, not questions: warms the model, not the query cache
