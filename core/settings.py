@@ -169,6 +169,16 @@ class Settings(BaseSettings):
     capacity_total: int = Field(2000, ge=1)
     important_ratio: float = Field(0.2, ge=0, le=1)
     evict_target_ratio: float = Field(0.9, gt=0, le=1)
+    # Consolidation before eviction (DESIGN §7, core.consolidation): a full scope first
+    # merges clusters of related low-weight memories; the lifecycle pass merges a scope
+    # above the high-water mark down to the low-water mark.
+    consolidation_enabled: bool = True
+    consolidation_high_water_ratio: float = Field(0.8, gt=0, le=1)
+    consolidation_low_water_ratio: float = Field(0.7, gt=0, le=1)
+    consolidation_similarity: float = Field(0.45, ge=0, le=1)  # cosine above the scope's mean
+    consolidation_min_cluster: int = Field(2, ge=2, le=64)
+    consolidation_max_cluster: int = Field(8, ge=2, le=64)
+    consolidation_max_chars: int = Field(600, ge=40, le=8192)  # merged text bound
 
     # --- lifecycle ---
     archive_threshold: float = Field(0.10, ge=0, le=1)
@@ -236,6 +246,10 @@ class Settings(BaseSettings):
             raise ValueError("llm_base_url: required when llm_provider is openai")
         if self.embedding_provider == "openai" and not self.embedding_base_url:
             raise ValueError("embedding_base_url: required when embedding_provider is openai")
+        if self.consolidation_low_water_ratio > self.consolidation_high_water_ratio:
+            raise ValueError("consolidation_low_water_ratio: must not exceed the high-water ratio")
+        if self.consolidation_min_cluster > self.consolidation_max_cluster:
+            raise ValueError("consolidation_min_cluster: must not exceed consolidation_max_cluster")
         return self
 
     # --- derived locations ---

@@ -1,0 +1,250 @@
+"""Consolidation: the design document's chapter 9 "third way" beside archive and delete.
+
+A full scope first merges memories that belong together into one memory carrying all
+their sources, so room is made without losing what was said; eviction
+(:mod:`core.capacity`) only takes what merging could not free. Pure: records, vectors,
+the clock and settings in; merge plans and merged records out.
+
+**Who may merge.** ACTIVE memories that are not important, not time-bound (``expire_at``:
+they leave on their own date) and not persona, and only within one *group*: same level,
+app, session (SESSION memories), ownership and custom tags (a tag filter finds the same
+memories before and after), procedural kept apart from the rest. Never across scopes.
+
+**Which ones** (:mod:`core.clustering`): linked by similarity above the group's
+background, by a shared source session or by a shared rare name/number/date; the best
+and lowest-weight pairs first, greedily, within ``consolidation_max_cluster`` members and
+``consolidation_max_chars`` of joined text, until enough room is made.
+
+**What the merged memory carries.** Text: the members' texts in time order joined with
+"; " (an LLM may summarize instead, bounded alike), so every member's words stay
+findable lexically; the caller re-embeds it. Sources: all members' msg_ids in time
+order. Weight: the highest *decayed* member weight, anchored now (a merge neither
+revives nor ages what it merges), and that member's type. ``valid_at``: the earliest
+member's. Recall counts add up. The id derives from the user, the members and the
+cause, so a replay writes the same rows. Members become SUPERSEDED by it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from core.capacity import IMPORTANT, TOTAL, Counters, dimensions, evict_target, limit_for
+from core.clustering import Edges, greedy_clusters, group_edges
+from core.hashing import content_hash, stable_id
+from core.settings import Settings
+from core.weights import is_persona, weight_now
+from schemas.enums import Level, MemType, Status
+from schemas.memory import MemoryRecord, tags_json
+
+SEPARATOR = "; "
+_TRAILING = " \t\n.;。；"
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """Memories to merge into ``memory_id``; ``members`` in time order (valid_at, id)."""
+
+    memory_id: str
+    members: tuple[str, ...]
+
+
+def mergeable(rec: MemoryRecord) -> bool:
+    return (
+        rec.status is Status.ACTIVE
+        and not rec.is_important
+        and rec.expire_at is None
+        and not is_persona(rec.ownership, rec.custom_tags)
+    )
+
+
+def group_key(rec: MemoryRecord) -> tuple[str, ...]:
+    """Memories merge only with memories of the same key (see the module docstring)."""
+    session = (rec.session_id or "") if rec.level is Level.SESSION else ""
+    procedural = "P" if rec.mem_type is MemType.PROCEDURAL else ""
+    tags = tags_json(rec.custom_tags)
+    return (str(rec.level), rec.app_id or "", session, str(rec.ownership), procedural, tags)
+
+
+def bounded_join(texts: Sequence[str], max_chars: int) -> str:
+    """Texts joined with "; " in the given order, clipped to ``max_chars`` with "…"."""
+    parts = [t.strip().rstrip(_TRAILING) for t in texts]
+    joined = SEPARATOR.join(p for p in parts if p)
+    return joined if len(joined) <= max_chars else joined[: max_chars - 1].rstrip() + "…"
+
+
+def merge_id(user_id: int, member_ids: Sequence[str], cause: str) -> str:
+    return stable_id("m_", user_id, "merge", cause, *sorted(member_ids))
+
+
+def admission_needs(
+    counters: Counters, level: Level, app_id: str | None, settings: Settings, n_new: int = 1
+) -> dict[str, int]:
+    """Per full dimension of (level, app_id): how many to free to reach its evict target."""
+    out: dict[str, int] = {}
+    for dim in dimensions(level, app_id):
+        limit = limit_for(dim, settings)
+        if counters.get(dim) + n_new > limit:
+            out[dim] = counters.get(dim) - min(evict_target(dim, settings), limit - n_new)
+    return out
+
+
+def high_water_needs(counters: Counters, settings: Settings) -> dict[str, int]:
+    """Per dimension above the high-water mark: how many to free to reach the low-water mark."""
+    out: dict[str, int] = {}
+    for key in sorted(counters.counts, key=lambda k: (k == TOTAL, k)):
+        if key.startswith(IMPORTANT):
+            continue
+        limit = limit_for(key, settings)
+        if counters.get(key) > math.floor(settings.consolidation_high_water_ratio * limit + 1e-9):
+            low = math.floor(settings.consolidation_low_water_ratio * limit + 1e-9)
+            out[key] = counters.get(key) - low
+    return out
+
+
+def plan_consolidation(
+    records: Sequence[MemoryRecord],
+    vectors: np.ndarray,
+    needs: Mapping[str, int],
+    now: datetime,
+    settings: Settings,
+    cause: str,
+) -> list[Cluster]:
+    """Clusters that free ``needs[dim]`` in each dimension (or as much as links allow).
+
+    ``records`` are one user's ACTIVE memories, ``vectors`` their rows in the same order.
+    Scopes are served before ``total``; what a scope's merges free counts for total too.
+    """
+    order = sorted(range(len(records)), key=lambda i: records[i].memory_id)
+    recs = [records[i] for i in order]
+    unit = _unit_rows(np.asarray(vectors, dtype=np.float32)[order]) if order else vectors
+    taken: set[int] = set()
+    chosen: list[list[int]] = []
+    for dim in sorted(needs, key=lambda k: (k == TOTAL, k)):
+        freed = sum(len(c) - 1 for c in chosen if dim in _dims(recs[c[0]]))
+        need = needs[dim] - freed
+        if need <= 0:
+            continue
+        pool = [
+            i
+            for i in range(len(recs))
+            if i not in taken and dim in _dims(recs[i]) and mergeable(recs[i])
+        ]
+        for members in _cluster(recs, unit, pool, need, now, settings):
+            taken.update(members)
+            chosen.append(members)
+    out = []
+    for members in chosen:
+        ids = [recs[i].memory_id for i in sorted(members, key=lambda i: _when(recs[i]))]
+        out.append(Cluster(merge_id(recs[members[0]].user_id, ids, cause), tuple(ids)))
+    return sorted(out, key=lambda c: c.members)
+
+
+def merged_record(
+    members: Sequence[MemoryRecord], memory_id: str, text: str, now: datetime, settings: Settings
+) -> MemoryRecord:
+    """The consolidated memory of ``members`` (see the module docstring for each field)."""
+    ordered = sorted(members, key=_when)
+    weights = [_weight(m, now, settings) for m in ordered]
+    top = ordered[max(range(len(ordered)), key=lambda i: (weights[i], -i))]
+    msg_ids = list(dict.fromkeys(mid for m in ordered for mid in m.msg_ids))
+    recalled = [m.last_recalled_at for m in ordered if m.last_recalled_at is not None]
+    first = ordered[0]
+    return dataclasses.replace(
+        first,
+        memory_id=memory_id,
+        content=text,
+        content_hash=content_hash(text),
+        mem_type=top.mem_type,
+        weight=max(weights),
+        weight_at=now,
+        created_at=now,
+        updated_at=now,
+        valid_at=first.valid_at,
+        status=Status.ACTIVE,
+        recall_count=sum(m.recall_count for m in ordered),
+        last_recalled_at=max(recalled) if recalled else None,
+        archived_at=None,
+        deleted_at=None,
+        invalid_at=None,
+        superseded_by=None,
+        source_msg_id=msg_ids[0] if msg_ids else None,
+        source_msg_ids=msg_ids,
+        custom_tags=dict(first.custom_tags),
+        version=0,
+    )
+
+
+def superseded(member: MemoryRecord, merged_id: str, now: datetime) -> MemoryRecord:
+    return dataclasses.replace(
+        member, status=Status.SUPERSEDED, invalid_at=now, superseded_by=merged_id, updated_at=now
+    )
+
+
+# ---------------------------------------------------------------------------- internals
+def _cluster(
+    recs: list[MemoryRecord],
+    unit: np.ndarray,
+    pool: list[int],
+    need: int,
+    now: datetime,
+    s: Settings,
+) -> list[list[int]]:
+    groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for i in pool:
+        groups[group_key(recs[i])].append(i)
+    weights = {i: _weight(recs[i], now, s) for i in pool}
+    edges = Edges.concat(
+        [
+            group_edges(
+                g,
+                unit[g],
+                [recs[i].source_session_id for i in g],
+                [recs[i].content for i in g],
+                np.array([weights[i] for i in g]),
+                s.consolidation_similarity,
+            )
+            for g in groups.values()
+            if len(g) > 1
+        ]
+    )
+    return greedy_clusters(
+        pool,
+        {i: len(recs[i].content.strip()) for i in pool},
+        edges,
+        need,
+        min_size=s.consolidation_min_cluster,
+        max_size=s.consolidation_max_cluster,
+        max_chars=s.consolidation_max_chars,
+    )
+
+
+def _unit_rows(v: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.where(norms > 0, norms, 1.0)
+
+
+def _dims(rec: MemoryRecord) -> tuple[str, str]:
+    return dimensions(rec.level, rec.app_id)
+
+
+def _when(rec: MemoryRecord) -> tuple[datetime, str]:
+    return rec.valid_at, rec.memory_id
+
+
+def _weight(rec: MemoryRecord, now: datetime, settings: Settings) -> float:
+    return weight_now(
+        rec.weight,
+        rec.weight_at,
+        now,
+        settings.for_app(rec.app_id),
+        is_important=rec.is_important,
+        ownership=rec.ownership,
+        custom_tags=rec.custom_tags,
+    )
