@@ -2,9 +2,11 @@
 
 "my name is John" → "User's name is John"; "I'm moving to Shanghai" → "User is moving
 to Shanghai"; "我是一名医生" → "用户是一名医生". The first reference becomes the subject
-("User"/"Assistant", "用户"/"助手"); later ones become they/their/them. The English verb
+(the speaker's name, else "User"/"Assistant", "用户"/"助手": see ``speakers``); later
+ones become they/their/them. The English verb
 after the subject is put into the third person (I have → User has, I don't → User
-doesn't), past forms and modals stay as they are.
+doesn't), past forms and modals stay as they are; adverbs in between are skipped
+("I once visited" → "User once visited", never "User onces visited").
 """
 
 from __future__ import annotations
@@ -22,11 +24,21 @@ _CONTRACTIONS = [
 _PRONOUN = re.compile(r"(?<![/@.])\b(?:I|[Mm]y|[Mm]e|[Mm]ine|[Mm]yself)\b(?!')(?![/@]|\.\w)")
 _AND_BEFORE = re.compile(r"\band\s+$", re.I)
 _TOKEN = re.compile(r"\s*([A-Za-z']+)")
+# Words between "I" and its verb that are not the verb: "I once visited", "I really
+# like", "I kind of miss". Any other -ly word counts too ("I eventually moved"), except
+# the few verbs that end in -ly ("I apply", "I reply").
 _ADVERBS = frozenset(
     """also really just usually always never often sometimes still actually mostly rarely
     seldom definitely generally totally absolutely already recently currently now only even
-    truly certainly probably normally typically occasionally frequently finally
-    honestly""".split()
+    truly certainly probably normally typically occasionally frequently finally honestly
+    once twice thrice first ever soon later then barely hardly almost nearly again maybe
+    perhaps too much pretty kinda sorta mainly simply suddenly quickly slowly gradually
+    eventually originally initially personally seriously literally basically constantly
+    regularly""".split()
+)
+_ADVERB_PHRASES = re.compile(r"\s*(?:kind of|sort of|no longer|at first|at last|at least)\b", re.I)
+_LY_VERBS = frozenset(
+    "apply reply supply rely imply comply multiply ally rally tally bully sully dally fly".split()
 )
 _KEEP = frozenset(
     """can could will would shall should may might must was had did ought used can't
@@ -67,15 +79,25 @@ def third_person(verb: str) -> str:
     return verb + "s"
 
 
+def is_adverb(word: str) -> bool:
+    """True for a word that can sit between "I" and its verb without being the verb."""
+    low = word.lower()
+    return low in _ADVERBS or (len(low) > 4 and low.endswith("ly") and low not in _LY_VERBS)
+
+
 def _conjugate_after(text: str, pos: int, plural: bool) -> str:
     """Conjugate the verb that follows position ``pos`` (skipping adverbs)."""
     cursor = pos
     while True:
+        phrase = _ADVERB_PHRASES.match(text, cursor)
+        if phrase:
+            cursor = phrase.end()
+            continue
         m = _TOKEN.match(text, cursor)
         if not m:
             return text
         word = m.group(1)
-        if word.lower() in _ADVERBS:
+        if is_adverb(word):
             cursor = m.end()
             continue
         new = _PLURAL.get(word.lower(), word) if plural else third_person(word)
@@ -88,8 +110,8 @@ def rewrite_en(clause: str, subject: str, other: str | None = None) -> str:
     for pattern, repl in _CONTRACTIONS:
         clause = pattern.sub(repl, clause)
     if other:
-        clause = _YOUR.sub(f"{other}'s", clause)
-        clause = _YOU.sub(other, clause)
+        clause = _YOUR.sub(lambda _: f"{other}'s", clause)
+        clause = _YOU.sub(lambda _: other, clause)
     first = True
     out = clause
     offset = 0
@@ -124,6 +146,6 @@ def rewrite_zh(clause: str, subject: str, other: str | None = None) -> str:
     """我 → 用户 (or 助手), 你/您 → the other party; 我们 is left alone (not the speaker
     alone)."""
     if other:
-        clause = re.sub(r"你(?!们)|您", other, clause)
-    out = re.sub(r"我(?!们)", subject, clause)
+        clause = re.sub(r"你(?!们)|您", lambda _: other, clause)
+    out = re.sub(r"我(?!们)", lambda _: subject, clause)
     return out.strip().rstrip("。；;，,！!")
