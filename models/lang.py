@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, date, datetime
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SPACES = re.compile(r"\s+")
@@ -24,3 +25,9 @@ def dominant_language(texts: list[str]) -> str:
 def normalize(text: str) -> str:
     """Trim, lowercase, collapse spaces: the form content hashes are computed on (§7)."""
     return _SPACES.sub(" ", text.strip().lower())
+
+
+def utc_date(ts: datetime) -> date:
+    """The UTC calendar day of a timestamp (a naive one counts as UTC): the day a turn
+    was said, which its relative dates resolve against."""
+    return (ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)).date()

@@ -21,7 +21,7 @@ _EN_REQUEST = re.compile(
     re.I,
 )
 _EN_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
-_EN_STOP = frozenset(
+EN_STOP = frozenset(
     """i i'm i've i'll i'd me my mine myself you your yours we our us they them their it its
     it's this that these those he she him her his a an the and or but so if then than to of
     in on at by for with about from as into over up down out off just really very quite
@@ -33,7 +33,7 @@ _EN_STOP = frozenset(
     such own same other""".split()
 )
 # Words that carry no fact alone: "I see", "I'm fine", "I like it", "I think so".
-_EN_EMPTY = frozenset(
+EN_EMPTY = frozenset(
     """see know think guess agree understand mean suppose hope wonder bet believe feel
     fine good ok okay great well sure glad sorry thanks thank right yeah yep nope lol
     haha happy help helpful bye goodbye later interesting cool nice wow awesome true
@@ -48,7 +48,7 @@ _ZH_QUESTION = re.compile(
     r"多少|几点|几个|是否|能不能|可不可以|要不要|有没有|是不是|会不会|行不行|好不好"
 )
 _ZH_REQUEST = re.compile(r"^(?:请|帮我|给我|告诉我|麻烦|能否|可以帮|帮忙|你能|你可以|您能)")
-_ZH_STOP = frozenset(
+ZH_STOP = frozenset(
     """我 我的 你 您 他 她 它 的 了 是 也 都 就 很 还 在 吧 呢 啊 吗 哦 嗯 呀 啦 着 过 和 与 跟
     要 会 想 能 可以 一个 一下 这 那 这个 那个 有点 有些 非常 真 太 挺 比较 不 没 没有 又 再
     才 刚 已经 正在 叫 名字 喜欢 爱 讨厌 想要 需要 觉得 认为 感觉 知道 明白 了解 懂 同意
@@ -77,12 +77,10 @@ def content_words(clause: str, zh: bool) -> list[str]:
     """Words that say something about the speaker, after pronouns, particles, fillers."""
     if zh:
         return [
-            w
-            for w in _segment(clause)
-            if w.strip() and w not in _ZH_STOP and not _ZH_PUNCT.match(w)
+            w for w in segment(clause) if w.strip() and w not in ZH_STOP and not _ZH_PUNCT.match(w)
         ]
     words = [w.lower() for w in _EN_WORD.findall(clause)]
-    return [w for w in words if w not in _EN_STOP and w not in _EN_EMPTY]
+    return [w for w in words if w not in EN_STOP and w not in EN_EMPTY]
 
 
 def is_fact_clause(clause: str, zh: bool) -> bool:
@@ -94,7 +92,7 @@ def is_fact_clause(clause: str, zh: bool) -> bool:
     )
 
 
-def _segment(text: str) -> list[str]:
+def segment(text: str) -> list[str]:
     """jieba words (dictionary ships in the package, so this works offline)."""
     import jieba
 

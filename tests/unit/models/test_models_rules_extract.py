@@ -23,8 +23,6 @@ def extract(*turns: tuple[str, str], ownership: Ownership | None = Ownership.USE
 NOTHING = [
     "Hi.",
     "Hello there!",
-    "There are branches in trees.",
-    "Water boils at 100 degrees Celsius.",
     "What is the capital of France?",
     "Can you recommend a good restaurant?",
     "Thanks, I see.",
@@ -34,17 +32,41 @@ NOTHING = [
     "你好",
     "你好！",
     "谢谢，我知道了。",
-    "地球绕着太阳转。",
     "你知道上海天气怎么样吗？",
     "请帮我订一张机票。",
     "我也是",
-    "See https://example.com/i/my and mail me@example.com.",
 ]
 
 
 @pytest.mark.parametrize("text", NOTHING)
-def test_greetings_questions_and_general_knowledge_yield_nothing(text):
+def test_greetings_questions_and_chit_chat_yield_nothing(text):
     assert extract(("user", text)) == []
+
+
+# Issue 10 changed these: they carry content without a first-person fact, and the
+# no-LLM mode keeps every such turn as one EPISODIC memory (telling general knowledge
+# from a third-person statement needs understanding the rules lack). They still give
+# no *rule fact*: nothing reads as a statement about the user.
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("There are branches in trees.", "User said on 2026-03-02: There are branches in trees"),
+        (
+            "Water boils at 100 degrees Celsius.",
+            "User said on 2026-03-02: Water boils at 100 degrees Celsius",
+        ),
+        ("地球绕着太阳转。", "用户在2026-03-02说：地球绕着太阳转"),
+        # "i" and "my" inside a URL or an address are not the speaker
+        (
+            "See https://example.com/i/my and mail me@example.com.",
+            "User said on 2026-03-02: See https://example.com/i/my and mail me@example.com",
+        ),
+    ],
+)
+def test_statements_without_a_first_person_fact_are_kept_as_the_turn(text, expected):
+    (fact,) = extract(("user", text))
+    assert fact.text == expected
+    assert fact.mem_type is MemType.EPISODIC and fact.msg_id == "m0"
 
 
 FACTS = [
