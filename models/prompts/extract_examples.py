@@ -2,7 +2,9 @@
 
 Their value is in what NOT to store: greetings ("Hi." → []) and general knowledge
 ("There are branches in trees." → []) next to real facts, in English and Chinese, with
-a relative date made absolute. Kept apart so the prompt module stays readable.
+a relative date made absolute, and named, dated turns whose facts name the speaker and
+resolve "yesterday" against the turn's own date. Kept apart so the prompt module stays
+readable.
 """
 
 from __future__ import annotations
@@ -13,9 +15,15 @@ from typing import Any
 from schemas.enums import Ownership
 
 
-def _example(turns: list[tuple[str, str]], facts: list[dict[str, Any]]) -> str:
-    shown = "\n".join(f"[{i}] {role}: {text}" for i, (role, text) in enumerate(turns))
+def _example(turns: list[tuple[str, ...]], facts: list[dict[str, Any]]) -> str:
+    """Turns as (role, text), or (role, "Name, YYYY-MM-DD", text) for a named, dated one."""
+    shown = "\n".join(_turn(i, *turn) for i, turn in enumerate(turns))
     return f"Input:\n{shown}\nOutput: {json.dumps({'facts': facts}, ensure_ascii=False)}"
+
+
+def _turn(index: int, role: str, *rest: str) -> str:
+    label = f"[{index}] {role}" + (f" ({rest[0]})" if len(rest) == 2 else "")
+    return f"{label}: {rest[-1]}"
 
 
 def _fact(text: str, source: int = 0, mem_type: str = "SEMANTIC", **more: Any) -> dict[str, Any]:
@@ -53,7 +61,7 @@ def examples(ownership: Ownership | None) -> str:
                 [_fact("名字是李雷"), _fact("是一名医生")],
             ),
             _example(
-                [("user", "(today is 2024-05-06) I'm moving to Shanghai next week.")],
+                [("user", "2024-05-06", "I'm moving to Shanghai next week.")],
                 [
                     _fact(
                         "Moving to Shanghai in the week of 2024-05-13",
@@ -64,6 +72,14 @@ def examples(ownership: Ownership | None) -> str:
                 ],
             ),
         ]
+        named: list[tuple[str, ...]] = [
+            ("user", "Priya, 2023-05-08", "I started a pottery class yesterday!"),
+        ]
+        facts = [_fact("Priya started a pottery class on 2023-05-07", mem_type="EPISODIC")]
+        if ownership is None:
+            named.append(("assistant", "Tomás, 2023-05-08", "Cool! My sister Ana does pottery."))
+            facts.append(_fact("Tomás's sister Ana does pottery", source=1))
+        shots.append(_example(named, facts))
         if ownership is None:
             shots.append(
                 _example(

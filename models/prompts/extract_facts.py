@@ -2,6 +2,11 @@
 
 Role + the 7 categories + few-shot examples that teach what NOT to store, today's date,
 answer in the input's language, never read system messages, empty list when nothing.
+Each turn is shown with its speaker's name and the day it was said when the producer
+gave them (``[3] user (Priya, 2023-05-08): …``): facts name named speakers, and relative
+dates resolve against the turn's own day. "Today" is the conversation's date (the
+``today`` given, which the caller takes from the messages), never the server's clock, so
+an imported 2023 chat reads as 2023.
 Three variants by ownership, chosen by which turns are shown at all, so user memories
 never contain the agent's words and agent memories never contain the user's:
 generic (None) reads user + assistant, USER reads user turns, AGENT assistant turns.
@@ -17,13 +22,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from models.errors import MalformedOutput
-from models.lang import dominant_language
+from models.lang import dominant_language, utc_date
 from models.prompts.extract_examples import examples
 from models.types import ChatMessage, Fact
 from schemas.enums import MemType, Ownership, Role
 from schemas.events import Message, Strategy
 
-VERSION = "extract_facts/v1"
+VERSION = "extract_facts/v2"
 
 
 class ExtractedFact(BaseModel):
@@ -57,6 +62,14 @@ class Turn:
     index: int  # position in the caller's message list
     role: Role
     content: str
+    name: str | None = None  # the speaker's display name
+    day: date | None = None  # the UTC date the turn was said
+
+
+def turn_label(turn: Turn) -> str:
+    """``[3] user (Priya, 2023-05-08)``; the parentheses only hold what is known."""
+    known = [x for x in (turn.name, turn.day.isoformat() if turn.day else None) if x]
+    return f"[{turn.index}] {turn.role.value}" + (f" ({', '.join(known)})" if known else "")
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,11 @@ def build_context(
 ) -> ExtractContext:
     ownership = Ownership(ownership) if ownership is not None else None
     roles = readable_roles(ownership)
-    turns = tuple(Turn(i, m.role, m.content) for i, m in enumerate(messages) if m.role in roles)
+    turns = tuple(
+        Turn(i, m.role, m.content, _name(m), _day(m))
+        for i, m in enumerate(messages)
+        if m.role in roles
+    )
     return ExtractContext(
         turns=turns,
         ownership=ownership,
@@ -94,6 +111,14 @@ def build_context(
         focus=strategy.focus if strategy else None,
         entity_types=tuple(strategy.entity_types) if strategy else (),
     )
+
+
+def _name(message: Message) -> str | None:
+    return (message.name or "").strip() or None
+
+
+def _day(message: Message) -> date | None:
+    return utc_date(message.ts) if message.ts is not None else None
 
 
 _ROLE = (
@@ -121,6 +146,14 @@ _SUBJECT = {
         "rules it follows and what it said it would do.",
     ),
 }
+_SPEAKERS = (
+    "A turn may show its speaker's name and the date it was said, as "
+    '"[n] role (Name, YYYY-MM-DD): text". When the speaker is named, write facts about '
+    'them with their name as the subject ("Priya started a pottery class on '
+    '2023-05-07", not "User started…"), and "you" in a turn means the other named '
+    "speaker. Resolve a relative date against the date of the turn it is in (against "
+    "today's date when the turn shows none)."
+)
 _CATEGORIES = """Types of information to remember (about {who}):
 1. Personal preferences: likes, dislikes and specific preferences in food, products, activities, entertainment.
 2. Important personal details: names, relationships, important dates.
@@ -141,6 +174,7 @@ def system_prompt(ctx: ExtractContext) -> str:
         f'Today\'s date is {ctx.today.isoformat()}. Turn relative dates ("tomorrow", '
         '"next week", "下周") into absolute dates, and mark facts about a dated event '
         "or plan time_bound with expire_at = the last day it is relevant.",
+        _SPEAKERS,
         "Write each fact in the language of the turn it comes from"
         + (
             " (this conversation is in Chinese: write the facts in Chinese)."
@@ -171,7 +205,7 @@ def system_prompt(ctx: ExtractContext) -> str:
 
 def to_messages(ctx: ExtractContext) -> list[ChatMessage]:
     """The chat messages for one extraction call (pure: same context, same messages)."""
-    shown = "\n".join(f"[{t.index}] {t.role.value}: {t.content}" for t in ctx.turns)
+    shown = "\n".join(f"{turn_label(t)}: {t.content}" for t in ctx.turns)
     user = (
         f"Today's date is {ctx.today.isoformat()}.\n\nConversation:\n{shown}\n\n"
         "Return the JSON object."

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import date
+import copy
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -58,10 +59,73 @@ def test_three_variants_show_different_turns():
     assert "only the assistant's turns" in system_text(Ownership.AGENT)
 
 
+SAID = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)
+NAMED = [
+    Message(role="system", content="SYSTEM-ONLY"),
+    Message(role="user", name="Priya", content="I started a pottery class yesterday!", ts=SAID),
+    Message(role="assistant", name="Tomás", content="Cool!"),
+    Message(role="user", content="Same here.", ts=SAID + timedelta(days=2)),
+]
+
+
+def test_turns_show_the_speaker_name_and_date():
+    ctx = extract_facts.build_context(NAMED, None, None, date(2023, 5, 10))
+    system, user = (m["content"] for m in extract_facts.to_messages(ctx))
+    assert user == (
+        "Today's date is 2023-05-10.\n\nConversation:\n"
+        "[1] user (Priya, 2023-05-08): I started a pottery class yesterday!\n"
+        "[2] assistant (Tomás): Cool!\n"
+        "[3] user (2023-05-10): Same here.\n\n"
+        "Return the JSON object."
+    )
+    assert "Today's date is 2023-05-10" in system
+    assert "with their name as the subject" in system
+    assert "Resolve a relative date against the date of the turn" in system
+    assert "[0] user (Priya, 2023-05-08): I started a pottery class yesterday!" in system
+    assert '"Priya started a pottery class on 2023-05-07"' in system
+    assert extract_facts.VERSION == "extract_facts/v2"
+
+
 def test_prompt_functions_are_pure():
-    ctx = extract_facts.build_context(MESSAGES, None, None, TODAY)
-    assert extract_facts.to_messages(ctx) == extract_facts.to_messages(ctx)
-    assert extract_facts.VERSION and decide.VERSION
+    """Same inputs, same output; other inputs, other output; inputs untouched; no clock."""
+    messages = list(NAMED)
+    before = [m.model_copy(deep=True) for m in messages]
+    long_ago = date(2001, 2, 3)
+    ctx = extract_facts.build_context(messages, None, None, long_ago)
+    snapshot = copy.deepcopy(ctx)
+    first = extract_facts.to_messages(ctx)
+
+    # a different context in between leaves no trace (no hidden state)
+    other = extract_facts.build_context(MESSAGES, Ownership.USER, None, TODAY)
+    other_out = extract_facts.to_messages(other)
+    assert other_out != first
+    assert extract_facts.to_messages(ctx) == first
+    assert messages == before and ctx == snapshot  # nothing mutated
+
+    # the output depends on each input: the date, the turns, the names, the ownership
+    later = extract_facts.build_context(messages, None, None, date(2001, 2, 4))
+    assert extract_facts.to_messages(later) != first
+    renamed = [m.model_copy(update={"name": "Ana"}) if m.name == "Priya" else m for m in messages]
+    renamed_out = extract_facts.to_messages(
+        extract_facts.build_context(renamed, None, None, long_ago)
+    )
+    assert "[1] user (Ana, 2023-05-08)" in renamed_out[1]["content"]
+    assert renamed_out != first
+
+    # the only "today" in the prompt is the given one, never the machine's clock
+    text = first[0]["content"] + first[1]["content"]
+    assert "Today's date is 2001-02-03" in first[1]["content"]
+    assert date.today().isoformat() not in text
+    assert datetime.now(UTC).date().isoformat() not in text
+
+    # the decision prompt too: ids mapped from the inputs alone, inputs untouched
+    similar = [Similar("uuid-a", "Likes cheese pizza", 0.9)]
+    held = list(similar)
+    d1 = decide.to_messages(decide.build_context("Likes chicken pizza", similar))
+    d2 = decide.to_messages(decide.build_context("Likes tea", similar))
+    assert d1 != d2 and similar == held
+    assert d1 == decide.to_messages(decide.build_context("Likes chicken pizza", similar))
+    assert decide.VERSION
 
 
 def test_extracted_plain_strings_are_accepted_for_a_single_turn():
