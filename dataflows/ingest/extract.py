@@ -1,28 +1,42 @@
-"""Extraction step: one LLM call per window batch, facts traced back to their event."""
+"""Extraction step: one LLM call per window batch, facts traced back to their event.
+
+Who and when travel with each message (DESIGN §4): a message without its own ``ts``
+takes its event's, so relative dates resolve against when it was said, and the LLM is
+given the conversation's date as "today" (the latest message time of the batch), never
+the server's clock unless nothing in the batch is dated.
+"""
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
 
 from core.hashing import memory_id_for
-from dataflows.ingest.items import Extracted, FactItem, Rejected, TurnBatch
+from dataflows.ingest.items import Extracted, FactItem, Incoming, Rejected, TurnBatch
 from models.errors import ModelError
+from models.lang import utc_date
+from schemas.events import Message
 
 log = logging.getLogger(__name__)
 
 
-def extract(llm: object, batch: TurnBatch, today_fn=lambda: datetime.now(UTC).date()) -> Extracted:
+def extract(
+    llm: object,
+    batch: TurnBatch,
+    today_fn: Callable[[], date] = lambda: datetime.now(UTC).date(),
+) -> Extracted:
     """Facts of every event in the batch; an LLM failure fails the batch's tasks visibly."""
     first = batch.events[0].event
     out = Extracted(user_id=first.user_id, tasks=list(batch.events))
     context = list(batch.context) if getattr(llm, "uses_context", True) else []
-    messages = context + [m for i in batch.events for m in i.event.messages]
+    messages = context + [m for i in batch.events for m in dated_messages(i)]
     owners = []  # message position -> (incoming, position inside its event)
     for inc in batch.events:
         owners.extend((inc, pos) for pos in range(len(inc.event.messages)))
+    today = conversation_date(messages, today_fn)
     try:
-        facts = llm.extract_facts(messages, first.ownership, first.strategy, today_fn())
+        facts = llm.extract_facts(messages, first.ownership, first.strategy, today)
     except ModelError as exc:
         reason = f"extraction failed: {type(exc).__name__}: {exc}"
         out.failures = [Rejected(reason, i.source, i.task_id, first.user_id) for i in batch.events]
@@ -48,3 +62,17 @@ def extract(llm: object, batch: TurnBatch, today_fn=lambda: datetime.now(UTC).da
             )
         )
     return out
+
+
+def dated_messages(inc: Incoming) -> list[Message]:
+    """The event's messages, each without a ``ts`` given the event's ``ts`` (if any)."""
+    ts = inc.event.ts
+    if ts is None:
+        return list(inc.event.messages)
+    return [m if m.ts is not None else m.model_copy(update={"ts": ts}) for m in inc.event.messages]
+
+
+def conversation_date(messages: Sequence[Message], today_fn: Callable[[], date]) -> date:
+    """The UTC day of the latest dated message, else the clock's today."""
+    stamps = [utc_date(m.ts) for m in messages if m.ts is not None]
+    return max(stamps) if stamps else today_fn()
