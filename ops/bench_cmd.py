@@ -7,8 +7,8 @@ prints one JSON object with its numbers (plus a one-line summary per phase).
 Adding a bench: write ``_add_<name>(sub)`` that adds its sub-parser and sets
 ``func`` (a callable ``(args) -> int``) with ``set_defaults``, import the heavy module
 inside that callable (so ``memstream --help`` stays fast), and list the function in
-``BENCHES``. ``recall`` is here; ``ingest`` (``ops.bench_ingest``) and ``embed`` are
-meant to follow the same shape.
+``BENCHES``: ``recall``, ``ingest``, ``embed`` and ``quality`` (``ops.bench_quality``;
+it also writes its JSON to ``--out``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from core.settings import SettingsError, get_settings
@@ -144,12 +145,70 @@ def _run_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ quality
+def _add_quality(sub: Any) -> None:
+    p = sub.add_parser(
+        "quality",
+        help="memory quality: evidence recall@k per question type vs raw-turn baselines",
+        description="Generate seeded two-person chats (English and Chinese) with "
+        "evidence-labelled questions, ingest them through Kafka, ask through "
+        "POST /memory/v1/recall, and score memstream next to BM25 and dense search over "
+        "the raw turns of the same data.",
+    )
+    p.add_argument("--users", type=_positive, default=20)
+    p.add_argument("--sessions", type=_positive, default=20, help="per user (default 20)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--lang", choices=("en", "zh", "both"), default="both",
+                   help="both: users alternate English and Chinese (default)")  # fmt: skip
+    p.add_argument(
+        "--capacity",
+        type=_capacity,
+        default="default",
+        help="default (the settings), lifted (nothing evicted or consolidated), or N: "
+        "capacity_per_app",
+    )
+    p.add_argument("--out", type=Path, default=Path("bench-out"), help="JSON dir (./bench-out)")
+    p.set_defaults(func=_run_quality)
+
+
+def _run_quality(args: argparse.Namespace) -> int:
+    from ops.bench_quality import bench_quality, write_json
+    from ops.quality_report import table
+
+    print(
+        f"bench quality: {args.users} users x {args.sessions} sessions, lang {args.lang}, "
+        f"capacity {args.capacity} ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    result = bench_quality(
+        get_settings(),
+        users=args.users,
+        sessions=args.sessions,
+        seed=args.seed,
+        lang=args.lang,
+        capacity=args.capacity,
+    )
+    path = write_json(result, args.out)
+    print(table(result) + f"\njson: {path}", file=sys.stderr)
+    summary = {k: v for k, v in result.items() if k != "questions"}  # per question: the file
+    print(json.dumps({**summary, "json_path": str(path)}, indent=2))
+    ingest = result["ingest"]
+    return 1 if ingest["missing_tasks"] or ingest["failed_tasks"] else 0
+
+
 # ------------------------------------------------------------------ helpers
 def _positive(value: str) -> int:
     n = int(value)
     if n < 1:
         raise argparse.ArgumentTypeError("must be >= 1")
     return n
+
+
+def _capacity(value: str) -> str:
+    if value in ("default", "lifted") or (value.isdigit() and int(value) >= 1):
+        return value
+    raise argparse.ArgumentTypeError("default, lifted, or a capacity_per_app >= 1")
 
 
 def _rate(value: str) -> float | None:
@@ -161,4 +220,4 @@ def _rate(value: str) -> float | None:
     return rate
 
 
-BENCHES: tuple[Callable[[Any], None], ...] = (_add_recall, _add_ingest, _add_embed)
+BENCHES: tuple[Callable[[Any], None], ...] = (_add_recall, _add_ingest, _add_embed, _add_quality)

@@ -1,0 +1,82 @@
+"""The readable table of ``bench quality`` (stderr); the JSON is the record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ops.quality_data import TYPES
+
+COLS = ("recall@1", "recall@5", "recall@10", "hit@10")
+
+
+def _f(value: Any, width: int = 6) -> str:
+    if value is None:
+        return "-".rjust(width)
+    return f"{value:.3f}".rjust(width) if isinstance(value, float) else str(value).rjust(width)
+
+
+def _row(label: str, ms: dict, base: dict[str, dict]) -> str:
+    cells = [label.ljust(16), _f(ms.get("n"), 4)]
+    cells += [_f(ms.get(c)) for c in COLS]
+    for b in base.values():
+        cells.append(" |" + _f(b.get("recall@10")) + _f(b.get("hit@10")))
+    for b in base.values():
+        r10 = b.get("recall@10")
+        cells.append(_f(round(ms["recall@10"] / r10, 2) if r10 and "recall@10" in ms else None))
+    return " ".join(cells)
+
+
+def table(result: dict[str, Any]) -> str:
+    c, ing, ms = result["config"], result["ingest"], result["memstream"]
+    base = {k: v for k, v in result["baselines"].items() if isinstance(v, dict)}
+    kept, anyk = ms["turns_kept"]["active"], ms["turns_kept"]["any_status"]
+    lines = [
+        f"bench quality: {c['users']} users x {c['sessions']} sessions (lang {c['lang']}), "
+        f"{c['turns']} turns ({c['content_turns']} content), capacity {c['capacity']} "
+        f"(per app {c['capacity_per_app']}); embedder {c['embedder']}, llm {c['llm']}",
+        f"ingest: {ing['tasks']} sessions in {ing['seconds']} s ({ing['turns_per_s']} turns/s), "
+        f"failed {ing['failed_tasks']}, missing {ing['missing_tasks']}; memories "
+        f"{ms['memories_by_status']}",
+        f"kept: content turns {_f(kept['content'])} (any status {_f(anyk['content'])}), "
+        f"chit-chat {_f(kept['chit'])} (any status {_f(anyk['chit'])})",
+        f"recalled text: {ms['recalled_chars_mean']} chars per top 10 (bm25 "
+        f"{base['bm25']['recalled_chars_mean']}, dense {base['dense']['recalled_chars_mean']}); "
+        f"recall p50 {ms['recall_ms']['p50']} ms, p99 {ms['recall_ms']['p99']} ms",
+        "",
+        " ".join(
+            ["".ljust(21), "memstream".center(27)]
+            + [" |" + n.center(12) for n in base]
+            + [" r@10 ratio to"]
+        ),
+        " ".join(
+            ["question".ljust(16), "n".rjust(4)]
+            + [h.rjust(6) for h in ("r@1", "r@5", "r@10", "hit10")]
+            + [" |" + "r@10".rjust(6) + "hit10".rjust(6) for _ in base]
+            + [n[:6].rjust(6) for n in base]
+        ),  # fmt: skip
+    ]
+    for kind in TYPES:
+        if kind in ms["by_type"] and kind != "deleted":
+            lines.append(
+                _row(kind, ms["by_type"][kind], {n: b["by_type"][kind] for n, b in base.items()})
+            )
+    lines.append(_row("overall", ms["overall"], {n: b["overall"] for n, b in base.items()}))
+    for lang, block in ms["by_lang"].items():
+        lines.append(_row(f"overall {lang}", block["overall"],
+                          {n: b["by_lang"][lang]["overall"] for n, b in base.items()}))  # fmt: skip
+    changed = ms["by_type"].get("changed")
+    if changed:
+        lines.append(
+            f"changed: latest first {_f(changed['latest@1'])}, stale ranked above "
+            f"{_f(changed['stale_above'])} (" + ", ".join(
+                f"{n} {_f(b['by_type']['changed']['latest@1'])}/"
+                f"{_f(b['by_type']['changed']['stale_above'])}" for n, b in base.items()) + ")"
+        )  # fmt: skip
+    deleted = ms["by_type"].get("deleted")
+    if deleted:
+        lines.append(f"deleted: {deleted['n']} questions, leak {_f(deleted['leak'])} "
+                     f"({ms['deleted_memories']} memories deleted through the API)")  # fmt: skip
+    at = ms["at_default_min_relevance"]
+    lines.append(f"at min_relevance {at['min_relevance']}: hit@10 {_f(at['overall'].get('hit@10'))}"
+                 f", recall@10 {_f(at['overall'].get('recall@10'))}")  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""`memstream bench quality` at a tiny size writes a complete JSON — the harness, never
+the numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ops.quality_data import TYPES
+from tests.helpers.stack_cli import cli, private_stack_env
+
+pytestmark = pytest.mark.e2e
+
+SYSTEM = ("overall", "by_type", "by_lang", "recalled_chars_mean", "recall_ms")
+
+
+def test_a_tiny_run_writes_every_section(tmp_path: Path) -> None:
+    env, _ = private_stack_env(tmp_path / "data")
+    out = tmp_path / "out"
+    done = cli(env, "bench", "quality", "--users", "2", "--sessions", "2", "--capacity",
+               "lifted", "--out", str(out), timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    printed = json.loads(done.stdout)
+    (path,) = out.glob("quality-*.json")
+    assert printed["json_path"] == str(path)
+    result = json.loads(path.read_text(encoding="utf-8"))
+    assert result["bench"] == "quality"
+
+    config = result["config"]
+    assert (config["users"], config["sessions"], config["lang"]) == (2, 2, "both")
+    assert config["capacity"] == "lifted" and config["capacity_per_app"] > 200
+    assert config["top_k"] == 10 and config["min_relevance"] == 0.0
+    assert set(config["questions"]) == set(TYPES) and all(config["questions"].values())
+    assert result["ingest"]["tasks"] == 4 and result["ingest"]["missing_tasks"] == 0
+
+    ms = result["memstream"]
+    for system in (ms, result["baselines"]["bm25"], result["baselines"]["dense"]):
+        assert set(SYSTEM) <= set(system)
+        assert set(system["by_type"]) == set(TYPES)
+        assert set(system["by_lang"]) == {"en", "zh"}
+        assert {"recall@1", "recall@5", "recall@10", "hit@10", "n"} <= set(system["overall"])
+        assert {"latest@1", "stale_above"} <= set(system["by_type"]["changed"])
+        assert set(system["by_type"]["deleted"]) == {"n", "leak"}
+        assert set(system["recall_ms"]) == {"p50", "p99"}
+    assert set(ms["turns_kept"]) == {"active", "any_status"}
+    assert set(ms["turns_kept"]["active"]) == {"content", "chit"}
+    assert {"overall", "by_type", "min_relevance"} <= set(ms["at_default_min_relevance"])
+    for name in ("bm25", "dense"):
+        assert set(result["ratios"][name]) == {"overall", "by_type", "by_lang"}
+        assert "recall@10" in result["ratios"][name]["overall"]
+
+    asked = sum(config["questions"].values())
+    assert len(result["questions"]) == asked and "questions" not in printed
+    assert "memstream" in done.stderr and "overall" in done.stderr  # the table
