@@ -23,6 +23,7 @@ EN_PHRASES = re.compile(
     r"good to know|fair enough|no worries|no problem|of course|my pleasure|"
     r"tell me (?:more|everything|all about it)|what a (?:day|week|story|time)|"
     r"hang in there|fingers crossed|good luck|take care|same here|me too|you too|"
+    r"long time(?: no see)?|means a lot|gotta (?:run|go)|talk later|good good|"
     r"how about you|what about you|and you)\b",
     re.I,
 )
@@ -47,12 +48,13 @@ EN_REACTIONS = frozenset(
     literally honestly totally truly really very so too also just still even again yet
     next last first course plan wonder wonderful fingers crossed thrilled blast
     favourite favorite kind sort lot bit way ways point points doing do does did done
-    going gone how what why where when who which whatever anyway anyways
+    going gone how what why where when who which whatever anyway anyways appreciate
+    appreciated gotta ttyl brb ttfn gtg mhm oof welp phew
     """.split()
 )
 # Laughter and interjections of any length: "hahaha", "lolol", "hmmm", "woooow".
 EN_LAUGH = re.compile(
-    r"^(?:a*(?:ha)+h?|(?:he)+h?|(?:hi)+h?|l+o+l+(?:o+l+)*|lmf?a+o+|rofl|x+d+|o+h+|a+h+|"
+    r"^(?:a*(?:ha)+h?|(?:he)+h?|h+e+y+|(?:hi)+h?|l+o+l+(?:o+l+)*|lmf?a+o+|rofl|x+d+|o+h+|a+h+|"
     r"a+w+|w+o+w+|w+h?o+a+h?|h+m+|u+h+m*|u+m+|y+a+y+|o+m+g+|o+o+h+|e+k+|y+e+s+|n+o+|"
     r"y+e+a+h+|o+k+|k+)$",
     re.I,
@@ -75,11 +77,11 @@ ZH_PHRASES = re.compile(
     r"可不是|确实|同意|收到|明白|懂了|理解|好吧|好的|谢谢|感谢|多谢|谢啦|哪里哪里|过奖|"
     r"佩服|了不起|太强了|好厉害|酷|帅|美|好看|好吃|惊喜|激动|兴奋|高兴|难过|伤心|心疼|"
     r"抱歉|对不起|不好意思|遗憾|可惜|加油哦|一起|随时|放心|注意身体|照顾好自己|多保重|"
-    r"建议|笑死|哇塞?|哎呀|哎|唉|嗯+|哦+|噢+|啊+|呀|哈+|呵+|嘿+|嘻+|耶|嘛|呢|吧|啦|哒|咯|喔|诶"
+    r"建议|笑死|不聊了|下次聊|回头见|去忙|呜+|哇塞?|哎呀|哎|唉|嗯+|哦+|噢+|啊+|呀|哈+|呵+|嘿+|嘻+|耶|嘛|呢|吧|啦|哒|咯|喔|诶"
 )
 ZH_MORE_STOP = frozenset(
     """你们 他们 她们 我们 咱们 大家 这样 那样 这么 那么 怎么 真是 真 好 很 太 最近 今天
     明天 昨天 周末 晚上 早上 下次 以后 回头 一会儿 一定 肯定 也是 就是 还是 可能 应该
-    听 说 看 起来 为 给 这 那 呀 哇 呢 吧 啦 了 的 地 得 着 过 吗 么 嘛 哦 啊 嗯 哈 呵 嘿""".split()
+    听 说 看 起来 为 给 先 这 那 呀 哇 呢 吧 啦 了 的 地 得 着 过 吗 么 嘛 哦 啊 嗯 哈 呵 嘿""".split()
 )
-ZH_LAUGH = re.compile(r"^[哈呵嘿嘻嗯哦噢啊呀哇耶唉哎诶喔～~]+$")
+ZH_LAUGH = re.compile(r"^[哈呵嘿嘻嗯哦噢啊呀哇耶唉哎诶喔呜～~]+$")

@@ -107,6 +107,8 @@ def meaningful_words(clause: str, zh: bool) -> list[str]:
 
 
 def _chitchat_word(word: str) -> bool:
+    if len(word) == 1 and not word.isdigit():
+        return True  # "x" of a sign-off, "k": a letter alone says nothing
     for w in (word, word.removesuffix("'s")):
         if (
             w in EN_STOP

@@ -12,7 +12,7 @@ it and when — an episode's date is what answers "when did…":
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import date
 
 from models.lang import dominant_language, has_cjk
@@ -37,7 +37,18 @@ def episode_fact(
     names: Collection[str] = (),
 ) -> Fact | None:
     """One EPISODIC memory of the turn, or None when it carries no content."""
-    clauses = content_clauses(text, names)
+    return episode_of(content_clauses(text, names), text, voice, day, index, msg_id)
+
+
+def episode_of(
+    clauses: Sequence[str],
+    text: str,
+    voice: Voice,
+    day: date,
+    index: int,
+    msg_id: str | None,
+) -> Fact | None:
+    """The episode of a turn (whole ``text``) from its content ``clauses``; None if none."""
     if not clauses:
         return None
     hint = DateHint()

@@ -2,22 +2,24 @@
 
 Per turn: the subject is its speaker (``speakers``), relative dates resolve against the
 day the turn was said (its ``ts``, else ``today``). A turn whose clauses give no rule
-fact but that carries content becomes one EPISODIC memory of the turn (``episode``),
-so the no-LLM mode loses nothing said (DESIGN §7).
+fact (or only facts already extracted from an earlier turn of the call) but that carries
+content becomes one EPISODIC memory of its content clauses (``episode``), so the no-LLM
+mode loses nothing said (DESIGN §7).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import date
 
 from models.lang import has_cjk, normalize
 from models.prompts.extract_facts import readable_roles
-from models.rules.clauses import split_clauses
+from models.rules.clauses import MAX_CLAUSE, split_clauses
+from models.rules.content import clause_carries_content
 from models.rules.dates_en import resolve_en
 from models.rules.dates_zh import resolve_zh
-from models.rules.episode import episode_fact
+from models.rules.episode import episode_of
 from models.rules.filters import is_fact_clause
 from models.rules.rewrite import rewrite_en, rewrite_zh
 from models.rules.speakers import Voice, conversation_names, message_day, voices
@@ -49,31 +51,50 @@ def extract_rules(
     for index, message in enumerate(messages):
         if message.role not in roles:
             continue
-        day = message_day(message, today)
-        found = [
-            fact
-            for clause in split_clauses(message.content)
-            if (fact := clause_fact(clause, who[index], day, index, message.msg_id)) is not None
-        ]
-        if not found:
-            episode = episode_fact(message.content, who[index], day, index, message.msg_id, names)
-            found = [episode] if episode is not None else []
-        for fact in found:
-            if normalize(fact.text) not in seen:
-                seen.add(normalize(fact.text))
-                facts.append(fact)
+        day, voice = message_day(message, today), who[index]
+        new: list[Fact] = []
+        unsaid: list[str] = []  # content clauses no rule fact came from
+        for clause in split_clauses(message.content, max_len=None):
+            fact = None
+            if len(clause) <= MAX_CLAUSE:
+                fact = clause_fact(clause, voice, day, index, message.msg_id, names)
+            if fact is not None:
+                if _fresh(fact, seen):
+                    new.append(fact)
+            elif clause_carries_content(clause, names):
+                unsaid.append(clause)
+        if not new:  # nothing new from the rules: keep what the turn said as an episode
+            episode = episode_of(unsaid, message.content, voice, day, index, message.msg_id)
+            new = [episode] if episode is not None and _fresh(episode, seen) else []
+        facts.extend(new)
     return facts
 
 
+def _fresh(fact: Fact, seen: set[str]) -> bool:
+    """True the first time a text is met in this call (then remembered)."""
+    key = normalize(fact.text)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def clause_fact(
-    clause: str, voice: Voice, day: date, index: int, msg_id: str | None
+    clause: str,
+    voice: Voice,
+    day: date,
+    index: int,
+    msg_id: str | None,
+    names: Collection[str] = (),
 ) -> Fact | None:
     """One clause → a self-contained fact, or None when it is not a fact about the speaker.
 
-    ``day`` is the day the clause was said: relative dates resolve against it.
+    ``day`` is the day the clause was said: relative dates resolve against it. A fact
+    must also carry content by the one definition of ``content`` ("I miss you, Tomás"
+    does not), so the rules and the episode fallback never disagree on chit-chat.
     """
     zh = has_cjk(clause)
-    if not is_fact_clause(clause, zh):
+    if not is_fact_clause(clause, zh) or not clause_carries_content(clause, names):
         return None
     resolved, hint = (resolve_zh if zh else resolve_en)(clause, day)
     if zh:
