@@ -14,10 +14,11 @@ what a merge yields). Two items of a group are *linked* when any of:
 
 Linked pairs score ``rel + 0.3·same session + 0.3·shared specific − 0.5·max weight`` (so
 low weights merge first) and are joined greedily, best pair first (single linkage with
-union-find), while a cluster stays within ``max_size`` items and ``max_chars`` of joined
-text; it stops as soon as the clusters free ``need`` slots (k items free k − 1).
-Clusters smaller than ``min_size`` are dropped. Ties go by index, so the same inputs
-always give the same clusters. Pure numpy, no I/O.
+union-find), while a cluster stays within ``max_size`` *sources* (a memory that is
+itself a merge counts all of its own, so re-merging cannot grow a blob without end) and
+``max_chars`` of joined text; it stops as soon as the clusters free ``need`` slots (k
+items free k − 1). Clusters smaller than ``min_size`` are dropped. Ties go by index, so
+the same inputs always give the same clusters. Pure numpy, no I/O.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def rare_specifics(texts: Sequence[str]) -> list[list[int]]:
 
 def greedy_clusters(
     nodes: Sequence[int],
+    sources: dict[int, int],
     chars: dict[int, int],
     edges: Edges,
     need: int,
@@ -111,9 +113,14 @@ def greedy_clusters(
     max_size: int,
     max_chars: int,
 ) -> list[list[int]]:
-    """Clusters of ``nodes`` (each ≥ ``min_size``, ascending) freeing ``need`` or what links allow."""
+    """Clusters of ``nodes`` (ascending) that free ``need`` slots, or what links allow.
+
+    A cluster has at least ``min_size`` nodes, at most ``max_size`` sources (a node that
+    is itself a merge brings all of its own) and ``max_chars`` of joined text.
+    """
     parent = {i: i for i in nodes}
     size = dict.fromkeys(nodes, 1)
+    weight = dict(sources)
     length = dict(chars)
 
     def find(i: int) -> int:
@@ -131,15 +138,21 @@ def greedy_clusters(
             break
         ra, rb = find(int(edges.a[e])), find(int(edges.b[e]))
         joined = length[ra] + length[rb] + JOIN_OVERHEAD
-        if ra == rb or size[ra] + size[rb] > max_size or joined > max_chars:
+        if ra == rb or weight[ra] + weight[rb] > max_size or joined > max_chars:
             continue
         freed += frees(size[ra] + size[rb]) - frees(size[ra]) - frees(size[rb])
         parent[rb] = ra
-        size[ra], length[ra] = size[ra] + size[rb], joined
+        size[ra], weight[ra], length[ra] = size[ra] + size[rb], weight[ra] + weight[rb], joined
     clusters: dict[int, list[int]] = defaultdict(list)
     for i in nodes:
         clusters[find(i)].append(i)
     return sorted((sorted(c) for c in clusters.values() if len(c) >= min_size), key=lambda c: c[0])
+
+
+def unit_rows(v: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.where(norms > 0, norms, 1.0)
 
 
 @functools.lru_cache(maxsize=16384)

@@ -12,8 +12,9 @@ memories before and after), procedural kept apart from the rest. Never across sc
 
 **Which ones** (:mod:`core.clustering`): linked by similarity above the group's
 background, by a shared source session or by a shared rare name/number/date; the best
-and lowest-weight pairs first, greedily, within ``consolidation_max_cluster`` members and
-``consolidation_max_chars`` of joined text, until enough room is made.
+and lowest-weight pairs first, greedily, within ``consolidation_max_cluster`` source
+turns (a merged memory brings all of its own) and ``consolidation_max_chars`` of joined
+text, until enough room is made.
 
 **What the merged memory carries.** Text: the members' texts in time order joined with
 "; " (an LLM may summarize instead, bounded alike), so every member's words stay
@@ -36,7 +37,7 @@ from datetime import datetime
 import numpy as np
 
 from core.capacity import IMPORTANT, TOTAL, Counters, dimensions, evict_target, limit_for
-from core.clustering import Edges, greedy_clusters, group_edges
+from core.clustering import Edges, greedy_clusters, group_edges, unit_rows
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from core.weights import is_persona, weight_now
@@ -56,6 +57,7 @@ class Cluster:
 
 
 def mergeable(rec: MemoryRecord) -> bool:
+    """May this memory be merged at all (ACTIVE, not important/time-bound/persona)?"""
     return (
         rec.status is Status.ACTIVE
         and not rec.is_important
@@ -123,7 +125,7 @@ def plan_consolidation(
     """
     order = sorted(range(len(records)), key=lambda i: records[i].memory_id)
     recs = [records[i] for i in order]
-    unit = _unit_rows(np.asarray(vectors, dtype=np.float32)[order]) if order else vectors
+    unit = unit_rows(np.asarray(vectors, dtype=np.float32)[order]) if order else vectors
     taken: set[int] = set()
     chosen: list[list[int]] = []
     for dim in sorted(needs, key=lambda k: (k == TOTAL, k)):
@@ -182,6 +184,7 @@ def merged_record(
 
 
 def superseded(member: MemoryRecord, merged_id: str, now: datetime) -> MemoryRecord:
+    """The member's last version: SUPERSEDED by the merged memory, kept for history."""
     return dataclasses.replace(
         member, status=Status.SUPERSEDED, invalid_at=now, superseded_by=merged_id, updated_at=now
     )
@@ -216,6 +219,7 @@ def _cluster(
     )
     return greedy_clusters(
         pool,
+        {i: max(1, len(recs[i].msg_ids)) for i in pool},
         {i: len(recs[i].content.strip()) for i in pool},
         edges,
         need,
@@ -223,11 +227,6 @@ def _cluster(
         max_size=s.consolidation_max_cluster,
         max_chars=s.consolidation_max_chars,
     )
-
-
-def _unit_rows(v: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    return v / np.where(norms > 0, norms, 1.0)
 
 
 def _dims(rec: MemoryRecord) -> tuple[str, str]:

@@ -175,9 +175,9 @@ class Settings(BaseSettings):
     consolidation_enabled: bool = True
     consolidation_high_water_ratio: float = Field(0.8, gt=0, le=1)
     consolidation_low_water_ratio: float = Field(0.7, gt=0, le=1)
-    consolidation_similarity: float = Field(0.45, ge=0, le=1)  # cosine above the scope's mean
+    consolidation_similarity: float = Field(0.25, ge=0, le=1)  # cosine above the scope's mean
     consolidation_min_cluster: int = Field(2, ge=2, le=64)
-    consolidation_max_cluster: int = Field(8, ge=2, le=64)
+    consolidation_max_cluster: int = Field(8, ge=2, le=64)  # source turns per merged memory
     consolidation_max_chars: int = Field(600, ge=40, le=8192)  # merged text bound
 
     # --- lifecycle ---

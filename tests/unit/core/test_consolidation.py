@@ -230,3 +230,13 @@ def test_high_water_needs_bring_a_crowded_dimension_to_the_low_water_mark():
     counters = Counters({"app:chat": 17, "important:app:chat": 2, "global": 16, "total": 33})
     assert high_water_needs(counters, s) == {"app:chat": 3}  # > 16 of 20 → down to 14
     assert high_water_needs(Counters({"app:chat": 16, "total": 16}), s) == {}
+
+
+def test_a_merged_memory_brings_its_sources_to_the_cluster_bound():
+    big = mem(
+        "likes tea; likes coffee", source_session_id="s", source_msg_ids=[f"x{k}" for k in range(7)]
+    )
+    pair = [mem(f"likes tea {k}", source_session_id="s") for k in range(2)]
+    pairs = [(big, topic(0)), (pair[0], topic(0, 0.01, 1)), (pair[1], topic(0, 0.01, 2))]
+    clusters = plan(pairs, {"app:chat": 2})
+    assert members(clusters) == [{p.memory_id for p in pair}]  # 7 + 2 sources > 8
