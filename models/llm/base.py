@@ -1,9 +1,9 @@
 """The LLM interface, and the shared behaviour of every prompt-driven provider.
 
-``LLM`` is what the dataflow calls: ``extract_facts`` and ``decide``. ``PromptedLLM``
-builds the prompts, parses the JSON answer, re-asks once when the answer is malformed
-(showing the model its mistake) and then raises MalformedOutput — never an empty list
-pretending success. A provider implements one hook: ``_complete(messages) -> str``,
+``LLM`` is what the dataflow calls: ``extract_facts``, ``decide`` and ``summarize``.
+``PromptedLLM`` builds the prompts, parses the JSON answer, re-asks once when the answer
+is malformed (showing the model its mistake) and then raises MalformedOutput — never an
+empty list pretending success. A provider implements one hook: ``_complete(messages) -> str``,
 raising LLMUnavailable/LLMTimeout itself when it cannot answer.
 """
 
@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from core.consolidation import bounded_join
 from models.errors import InventedId, MalformedOutput
+from models.prompts import consolidate as consolidate_prompt
 from models.prompts import decide as decide_prompt
 from models.prompts import extract_facts as extract_prompt
 from models.types import ChatMessage, Decision, Fact, Similar, as_similar
@@ -65,6 +67,15 @@ class LLM(ABC):
 
         ``similar`` holds ``(id, text[, score])``; ids in the answer are always among them.
         """
+
+    def summarize(self, texts: Sequence[str], max_chars: int) -> str:
+        """ONE memory saying what ``texts`` (related memories, in time order) say.
+
+        Consolidation before eviction (DESIGN §7). This default — the ``rules`` provider's
+        behaviour and the floor of every provider — is the bounded join of the texts, which
+        keeps every member's words findable; prompted providers summarize instead.
+        """
+        return bounded_join(texts, max_chars)
 
     def close(self) -> None:
         """Release clients or memory held by the provider (no-op by default)."""
@@ -119,6 +130,15 @@ class PromptedLLM(LLM):
         ctx = decide_prompt.build_context(text, candidates)
         return self._ask(
             decide_prompt.to_messages(ctx), lambda obj: decide_prompt.to_decisions(obj, ctx)
+        )
+
+    def summarize(self, texts: Sequence[str], max_chars: int) -> str:
+        ctx = consolidate_prompt.build_context(texts, max_chars)
+        if len(ctx.memories) < 2:
+            return bounded_join(ctx.memories, max_chars)  # nothing to consolidate: no call
+        return self._ask(
+            consolidate_prompt.to_messages(ctx),
+            lambda obj: consolidate_prompt.to_summary(obj, ctx),
         )
 
     def _ask(self, messages: list[ChatMessage], convert: Callable[[dict[str, Any]], T]) -> T:
