@@ -33,6 +33,7 @@ from core.capacity import (
 from core.hashing import change_id_for, content_hash, stable_id
 from core.user_index import UserIndex
 from core.weights import initial_weight, weight_now
+from dataflows.ingest.consolidate import make_room
 from dataflows.ingest.items import Applied, Extracted, FactItem
 from dataflows.runtime import Runtime
 from models.degrade import decide_or_degrade
@@ -372,7 +373,8 @@ class Writer:
         now: datetime,
         cause: str,
     ) -> bool:
-        """Make room for ``rec`` (evicting per DESIGN §7) or refuse it with 42901."""
+        """Make room for ``rec`` (merging, then evicting per DESIGN §7) or refuse it with 42901."""
+        make_room(self.rt, idx, counters, rec, batch, now, cause)  # consolidate a full scope first
         settings = self.s.for_app(rec.app_id)
         candidates = (  # lazy: walked only when a dimension is full
             EvictionCandidate(

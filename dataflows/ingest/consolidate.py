@@ -1,0 +1,148 @@
+"""Apply consolidation plans on one user's hot index (DESIGN §7: merge first, then evict).
+
+Two callers, both inside the user's keyed writer and under the index lock:
+
+- :func:`make_room` — the write path: ``Writer.admit`` calls it before the capacity
+  check; when the new memory's scope (or the user's total) is full it merges down to the
+  evict target (90 %) in one go, so it runs once per ~10 % of the limit, not per fact;
+- :func:`consolidate` — the lifecycle pass (``consolidate`` command) for scopes above the
+  high-water mark, down to the low-water mark.
+
+One merge: the members' texts become one text (``rt.llm.summarize``: a bounded join in
+``rules`` mode, an LLM summary otherwise, falling back to the join when the model fails),
+all merged texts are embedded in one call, then per cluster the merged memory is added,
+ONE ``MERGE`` change row names its members, and the members become SUPERSEDED by it
+(their new versions carry no change row of their own: their ``memory.changes`` event is
+the status-bearing REFRESH, which makes a follower reload). Counters and the index move
+with every step, so the capacity check that follows sees the room made.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+
+import numpy as np
+
+from core.capacity import Counters, delta_for
+from core.consolidation import (
+    admission_needs,
+    bounded_join,
+    merged_record,
+    plan_consolidation,
+    superseded,
+)
+from core.hashing import change_id_for
+from core.logs import log_fields
+from core.user_index import UserIndex
+from dataflows.runtime import Runtime
+from models.errors import ModelError
+from schemas.enums import OpSource, OpType
+from schemas.memory import MemoryRecord
+from sinks.memory_store import WriteBatch, change
+
+log = logging.getLogger(__name__)
+
+
+def make_room(
+    rt: Runtime,
+    idx: UserIndex,
+    counters: Counters,
+    rec: MemoryRecord,
+    batch: WriteBatch,
+    now: datetime,
+    cause: str,
+) -> list[MemoryRecord]:
+    """Before ``rec`` is admitted: merge in each full dimension of its scope, if any."""
+    settings = rt.settings.for_app(rec.app_id)
+    if not settings.consolidation_enabled:
+        return []
+    needs = admission_needs(counters, rec.level, rec.app_id, settings)
+    return consolidate(rt, idx, counters, needs, batch, now, cause) if needs else []
+
+
+def consolidate(
+    rt: Runtime,
+    idx: UserIndex,
+    counters: Counters,
+    needs: Mapping[str, int],
+    batch: WriteBatch,
+    now: datetime,
+    cause: str,
+) -> list[MemoryRecord]:
+    """Plan and apply merges freeing ``needs`` (dimension → count); returns the merged."""
+    records = list(idx.records.values())
+    if len(records) < 2:
+        return []
+    vectors = np.stack([idx.vector(r.memory_id) for r in records])
+    clusters = plan_consolidation(records, vectors, needs, now, rt.settings, cause)
+    if not clusters:
+        return []
+    by_id = {r.memory_id: r for r in records}
+    groups = [[by_id[m] for m in c.members] for c in clusters]
+    texts = [_text(rt, members) for members in groups]
+    embedded = rt.embedder.embed([t for t, _ in texts])
+    out = []
+    for cluster, members, (text, how), vector in zip(
+        clusters, groups, texts, embedded, strict=True
+    ):
+        merged = merged_record(members, cluster.memory_id, text, now, rt.settings)
+        out.append(_apply(idx, counters, merged, members, how, vector, batch, now, cause))
+    log.info(
+        "consolidated",
+        extra=log_fields(
+            user_id=idx.user_id, merged=len(out), members=sum(len(g) for g in groups), cause=cause
+        ),
+    )
+    return out
+
+
+def _text(rt: Runtime, members: list[MemoryRecord]) -> tuple[str, str]:
+    """The merged text and how it was made (for the change row's reason)."""
+    texts = [m.content for m in members]
+    bound = rt.settings.consolidation_max_chars
+    try:
+        text = rt.llm.summarize(texts, bound).strip()
+    except ModelError as exc:
+        log.warning("summary degraded to a join", extra=log_fields(error=type(exc).__name__))
+        return bounded_join(texts, bound), f"joined ({type(exc).__name__}: {str(exc)[:120]})"
+    return (
+        (text, f"summarized by {rt.llm.name}") if text else (bounded_join(texts, bound), "joined")
+    )
+
+
+def _apply(
+    idx: UserIndex,
+    counters: Counters,
+    merged: MemoryRecord,
+    members: list[MemoryRecord],
+    how: str,
+    vector: np.ndarray,
+    batch: WriteBatch,
+    now: datetime,
+    cause: str,
+) -> MemoryRecord:
+    for m in members:
+        batch.memories.append(superseded(m, merged.memory_id, now))
+        idx.remove(m.memory_id)
+        counters.apply(delta_for(m.level, m.app_id, m.is_important, -1))
+    batch.memories.append(merged)
+    batch.vectors[merged.memory_id] = vector
+    batch.changes.append(
+        change(
+            merged,
+            OpType.MERGE,
+            change_id_for(merged.memory_id, str(OpType.MERGE), cause),
+            now,
+            before="\n".join(m.content for m in members),
+            after=merged.content,
+            reason=f"consolidated {len(members)} memories ({how}): "
+            + ", ".join(m.memory_id for m in members),
+            task_id=cause,
+            source=OpSource.SYSTEM,
+        )
+    )
+    idx.upsert(merged, vector)
+    counters.apply(delta_for(merged.level, merged.app_id, merged.is_important))
+    return merged
