@@ -1,5 +1,8 @@
 """The ``lifecycle`` and ``recall_hits`` commands, applied by the one keyed writer per user.
 
+(The pass's third command, ``consolidate``, lives in ``highwater``; importing this module
+registers all three.)
+
 A pass only *plans* from ClickHouse; the writer re-reads each named memory and re-checks
 the rule at the pass's ``now`` before acting, so a recall or an update that landed in
 between wins. For a user whose hot index is loaded, ACTIVE memories are read from it
@@ -30,6 +33,7 @@ from core.hashing import change_id_for
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.items import Applied, IncomingCommand
 from dataflows.ingest.writer import Writer
+from dataflows.lifecycle import highwater as _highwater  # noqa: F401  (registers "consolidate")
 from dataflows.lifecycle.rules import (
     Action,
     archive_reason,

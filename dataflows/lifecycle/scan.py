@@ -1,4 +1,5 @@
-"""One lifecycle pass: reconcile, plan from ClickHouse, one ``lifecycle`` command per user.
+"""One lifecycle pass: reconcile, plan from ClickHouse, one ``lifecycle`` command per user
+(and one ``consolidate`` command per user with a scope above the high-water mark).
 
 Planning reads only the rows that may be due: the decay law, the expiry and the two
 retention windows are pushed into the ``WHERE`` of a keyset-paged scan of ``memories
@@ -25,6 +26,7 @@ from typing import Any
 
 from core.timeutil import require_aware
 from dataflows.lifecycle.commands import lifecycle_command
+from dataflows.lifecycle.highwater import consolidate_command, crowded_users
 from dataflows.lifecycle.paging import keyset_pages
 from dataflows.lifecycle.reconcile import RECONCILE_GRACE_S, reconcile
 from dataflows.lifecycle.rules import Action, Planned, plan_memory
@@ -141,7 +143,8 @@ def run_pass(
 
     Summary: ``users`` (with something due), ``archived`` (decayed below the threshold),
     ``expired`` (archived at ``expire_at``), ``purged`` (with ``purged_deleted`` /
-    ``purged_archived``), ``sanitized_changes`` (change-log rows blanked), ``failed_commands``
+    ``purged_archived``), ``sanitized_changes`` (change-log rows blanked), ``consolidated``
+    and ``consolidated_members`` (see ``highwater``), ``failed_commands``
     (refused, or no answer within the via's timeout: applied later or at the next pass),
     ``reconciled`` (see ``reconcile``), ``now`` and ``took_s``.
     """
@@ -156,15 +159,19 @@ def run_pass(
         for user, ops in sorted(plans.items())
         for i in range(0, len(ops), MAX_IDS)
     ]
+    # after the user's archives (same key, so applied in order): merge crowded scopes
+    commands += [consolidate_command(u, now, pass_id) for u in crowded_users(rt, wanted)]
     done = {a.value: 0 for a in Action}
     purged: list[str] = []
-    failed = 0
+    failed = merged = members = 0
     for start in range(0, len(commands), chunk):
         for result in via(commands[start : start + chunk]):
             if result is None or result.get("code", 0) != 0:
                 failed += 1
                 continue
             data = result.get("data") or {}
+            merged += len(data.get("merged", ()))
+            members += data.get("members", 0)
             for action in Action:
                 done[action.value] += len(data.get(action.value, ()))
             purged += data.get(Action.PURGE_DELETED.value, [])
@@ -178,6 +185,8 @@ def run_pass(
         "purged_deleted": done[Action.PURGE_DELETED.value],
         "purged_archived": done[Action.PURGE_ARCHIVED.value],
         "sanitized_changes": _sanitized(rt, purged),
+        "consolidated": merged,  # merged memories made in scopes above the high-water mark
+        "consolidated_members": members,  # memories they superseded
         "failed_commands": failed,
         "reconciled": repaired,
         "took_s": round(time.monotonic() - started, 3),

@@ -1,0 +1,131 @@
+"""Scheduled consolidation: scopes above the high-water mark merge before they are full.
+
+DESIGN §7: "the lifecycle flow also consolidates scopes above a high-water mark on its
+schedule", so that a full scope — and a merge on the write path — is rare. A pass finds
+the crowded users with two grouped counts over ``memories FINAL`` (per scope, per user:
+only groups above the smallest possible mark come back) and sends each one
+``consolidate`` command; the user's keyed writer re-counts from its hot index (the
+freshest state) and merges every dimension above ``consolidation_high_water_ratio``
+(80 %) down to ``consolidation_low_water_ratio`` (70 %) — see
+:func:`core.consolidation.high_water_needs`.
+
+Payload ``{now, pass_id, reply}``; ids derive from ``pass_id``, so a replayed command
+plans on what is there: the members it merged are gone, nothing is merged twice. A user
+whose index is not loaded is consolidated on an index built for the command alone (from
+ClickHouse and Milvus) and not cached: a pass over cold users must not push the hot ones
+out of the cache.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+
+from core.capacity import GLOBAL, TOTAL, limit_for
+from core.consolidation import high_water_needs
+from core.settings import Settings
+from core.user_index import UserIndex
+from dataflows.ingest.commands import error, handler, ok
+from dataflows.ingest.consolidate import consolidate
+from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.writer import Writer, counters_of
+from dataflows.runtime import Runtime
+from schemas.commands import Command
+from schemas.enums import Status
+from schemas.errors import ErrorCode
+from sinks.memory_store import WriteBatch
+
+CONSOLIDATE_OP = "consolidate"
+
+
+class ConsolidatePayload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    now: AwareDatetime
+    pass_id: str = Field(min_length=1, max_length=200)
+    reply: bool = True
+
+
+def consolidate_command(user_id: int, now: datetime, pass_id: str, reply: bool = True) -> Command:
+    payload = ConsolidatePayload(now=now, pass_id=pass_id, reply=reply)
+    return Command(
+        op=CONSOLIDATE_OP,
+        command_id=f"cs_{uuid.uuid4().hex}",
+        user_id=user_id,
+        payload=payload.model_dump(mode="json"),
+        at=datetime.now(UTC),
+    )
+
+
+def crowded_users(rt: Runtime, users: Iterable[int] | None = None) -> list[int]:
+    """Users with a scope or a total above the high-water mark (ClickHouse counts)."""
+    s = rt.settings
+    if not s.consolidation_enabled:
+        return []
+    ratio = s.consolidation_high_water_ratio
+    limits = [s.capacity_global, s.capacity_per_app]
+    limits += [int(v) for o in s.app_overrides.values() for k, v in o.items() if "capacity" in k]
+    params: dict = {"floor": math.floor(ratio * min(limits) + 1e-9)}
+    where = "status = 'ACTIVE'"
+    if users is not None:
+        params["users"] = sorted(set(users))
+        where += " AND user_id IN {users:Array(UInt64)}"
+    db = rt.stores.clickhouse.database
+    scopes = rt.stores.clickhouse.query(
+        "SELECT user_id, if(level = 'GLOBAL' OR ifNull(app_id, '') = '', '', app_id) AS app, "
+        f"count() AS n FROM {db}.memories FINAL WHERE {where} GROUP BY user_id, app "
+        "HAVING n > {floor:UInt64}",
+        params,
+    )
+    out = {
+        int(user) for user, app, n in scopes if n > _mark(f"app:{app}" if app else GLOBAL, s, ratio)
+    }
+    params["floor"] = _mark(TOTAL, s, ratio)
+    totals = rt.stores.clickhouse.query(
+        f"SELECT user_id, count() AS n FROM {db}.memories FINAL WHERE {where} "
+        "GROUP BY user_id HAVING n > {floor:UInt64}",
+        params,
+    )
+    out.update(int(user) for user, _ in totals)
+    return sorted(out)
+
+
+def _mark(key: str, s: Settings, ratio: float) -> int:
+    return math.floor(ratio * limit_for(key, s) + 1e-9)
+
+
+@handler(CONSOLIDATE_OP)
+def apply_consolidate(writer: Writer, item: IncomingCommand, _wall: datetime) -> Applied:
+    cmd = item.command
+    try:
+        p = ConsolidatePayload.model_validate(cmd.payload)
+    except ValidationError as exc:
+        msg = f"{cmd.op}: {exc.errors()[0]['msg']}"
+        return Applied(
+            WriteBatch(), command_results=[(cmd.command_id, error(ErrorCode.BAD_PARAMETER, msg))]
+        )
+    batch = WriteBatch()
+    held = writer.rt.cache.peek(cmd.user_id)
+    idx = held or _transient_index(writer.rt, cmd.user_id)
+    with idx.lock:
+        counters = counters_of(idx)
+        needs = high_water_needs(counters, writer.s) if writer.s.consolidation_enabled else {}
+        merged = consolidate(writer.rt, idx, counters, needs, batch, p.now, p.pass_id)
+    members = sum(1 for m in batch.memories if m.status is Status.SUPERSEDED)
+    data = {"merged": [m.memory_id for m in merged], "members": members}
+    return Applied(batch, command_results=[(cmd.command_id, ok(data))] if p.reply else [])
+
+
+def _transient_index(rt: Runtime, user_id: int) -> UserIndex:
+    """The user's ACTIVE memories with their vectors, for this command only (not cached)."""
+    records = rt.memories.load(user_id, statuses=[Status.ACTIVE])
+    vectors = rt.memories.vectors([r.memory_id for r in records]) if records else {}
+    idx = UserIndex(user_id, rt.settings.embedding_dim, capacity=max(64, len(records)))
+    for r in records:
+        if r.memory_id in vectors:
+            idx.upsert(r, vectors[r.memory_id])
+    return idx

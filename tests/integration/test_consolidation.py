@@ -1,0 +1,281 @@
+"""Consolidation before eviction through real Kafka: a scope told 3× its capacity, and the
+scheduled consolidation of a scope above the high-water mark (DESIGN §7)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+
+import pytest
+
+from dataflows.ingest.flow import build_flow
+from dataflows.lifecycle.highwater import crowded_users
+from dataflows.lifecycle.scan import run_pass
+from dataflows.lifecycle.submit import DirectVia, KafkaVia
+from dataflows.runner import FlowThread
+from models.llm.openai_compat import OpenAILLM
+from schemas.enums import Level, Status
+from sinks.kafka import KafkaBus
+from tests.helpers.lifecycle import T0, record, seed
+from tests.helpers.scripted_llm import scripted_server
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+CAPACITY = 20
+APP = f"cons_{random.getrandbits(32):08x}"
+
+SESSIONS = [
+    [  # food
+        "I love spicy ramen with extra garlic.",
+        "I am allergic to shellfish.",
+        "I bake sourdough bread every weekend.",
+        "I drink two cups of green tea each morning.",
+        "I hate cilantro in my salad.",
+        "I learned to make dumplings from my grandmother.",
+        "I prefer dark chocolate over milk chocolate.",
+        "I am trying a vegetarian diet this month.",
+        "I grow basil and mint on my balcony.",
+        "I ordered pizza from Luigi's last Friday.",
+    ],
+    [  # work
+        "I work as a data engineer at Acme Corp.",
+        "I commute to the office by bicycle.",
+        "I manage a team of five analysts.",
+        "I use Python and SQL every day.",
+        "I have a performance review in March.",
+        "I started my job in 2019.",
+        "I work from home on Wednesdays.",
+        "I am learning Rust for a new project.",
+        "I attended a conference in Berlin last year.",
+        "I want to become a tech lead.",
+    ],
+    [  # family
+        "I have two daughters named Mia and Lena.",
+        "I married my husband Tom in 2015.",
+        "I call my mother every Sunday.",
+        "I have a brother who lives in Canada.",
+        "I take my kids to swimming lessons on Saturdays.",
+        "I celebrate my birthday on July 4th.",
+        "I grew up in a small town near Porto.",
+        "I visit my grandparents every Christmas.",
+        "I have a cousin who is a doctor.",
+        "I plan a family trip to Japan next spring.",
+    ],
+    [  # hobbies
+        "I play the piano in a jazz band.",
+        "I run five kilometres three times a week.",
+        "I collect vintage postage stamps.",
+        "I paint watercolor landscapes.",
+        "I joined a chess club downtown.",
+        "I read science fiction novels before bed.",
+        "I go rock climbing at the local gym.",
+        "I practice yoga on Tuesday evenings.",
+        "I knit scarves for my friends.",
+        "I build model airplanes.",
+    ],
+    [  # home
+        "I have a golden retriever called Biscuit.",
+        "I live in a two bedroom flat in Lisbon.",
+        "I own a grey cat named Pixel.",
+        "I recently painted my kitchen yellow.",
+        "I drive an old blue Volvo.",
+        "I water my tomato plants every evening.",
+        "I am saving money to buy a house.",
+        "I keep an aquarium with tropical fish.",
+        "I bought a new sofa last month.",
+        "I take Biscuit to the park every morning.",
+    ],
+    [  # travel and health
+        "I went hiking in the Alps last summer.",
+        "I want to visit Iceland to see the northern lights.",
+        "I am afraid of flying.",
+        "I speak Spanish and a little French.",
+        "I wear glasses for reading.",
+        "I sleep about seven hours a night.",
+        "I broke my arm skiing in 2018.",
+        "I see a dentist twice a year.",
+        "I stayed in a hostel in Prague.",
+        "I take vitamin D in the winter.",
+    ],
+]
+
+
+@pytest.fixture(scope="module")
+def small(settings, stores, runtime):
+    """An ingest flow on its own topics whose runtime gives APP a capacity of 20.
+
+    It shares the session's stores and hot cache, so the session's API recalls what it
+    writes; its own stop event, so stopping it leaves the session's flows running.
+    """
+    prefix = f"cons{random.getrandbits(32):08x}."
+    own = dataclasses.replace(
+        stores,
+        kafka=KafkaBus(settings.kafka_bootstrap, settings.kafka_partitions, 1, 3_600_000, prefix),
+    )
+    own.kafka.setup()
+    own.kafka.ensure_topics()
+    overrides = {"kafka_topic_prefix": prefix, "app_overrides": {APP: {"capacity_per_app": 20}}}
+    rt = dataclasses.replace(
+        runtime,
+        settings=runtime.settings.model_copy(update=overrides),
+        stores=own,
+        stop=threading.Event(),
+    )
+    thread = FlowThread("ingest-consolidation", lambda: build_flow(rt), None, 1.0, stop=rt.stop)
+    thread.start()
+    thread.running.wait(30)
+    yield rt
+    thread.stop()
+
+
+def _event(user_id: int, n: int, texts: list[str]) -> dict:
+    task = f"cons-{user_id}-{n}"
+    msgs = [{"role": "user", "content": t, "msg_id": f"{task}-m{i}"} for i, t in enumerate(texts)]
+    return {
+        "task_id": task,
+        "user_id": user_id,
+        "app_id": APP,
+        "session_id": f"s{n}",
+        "messages": msgs,
+    }
+
+
+def _changes(rt, user_id: int) -> list[tuple]:
+    return rt.stores.clickhouse.query(
+        "SELECT memory_id, op_type, reason, task_id FROM memstream.memory_changelog FINAL "
+        "WHERE user_id = {u:UInt64}",
+        {"u": user_id},
+    )
+
+
+def _recalled_msg_ids(api, user_id: int, query: str) -> set[str]:
+    body = {"user_id": user_id, "query": query, "scope": {"app_id": APP}, "top_k": 10}
+    resp = api.post("/memory/v1/recall", json=body).json()
+    assert resp["code"] == 0, resp
+    return {mid for m in resp["data"]["memories"] for mid in m["source"]["msg_ids"]}
+
+
+def test_a_scope_told_three_times_its_capacity_merges_first_and_loses_no_source(
+    small, api, user_id
+) -> None:
+    events = [_event(user_id, n, texts) for n, texts in enumerate(SESSIONS)]
+    for e in events:
+        small.stores.kafka.produce_json(
+            small.stores.kafka.topic("memory.conversations"), str(user_id), e
+        )
+    small.stores.kafka.flush(15)
+    for e in events:
+        status = wait_for(
+            lambda e=e: (
+                (s := small.tasks.get(e["task_id"])) and s["status"] in ("done", "failed") and s
+            ),
+            timeout=120,
+            what=e["task_id"],
+        )
+        assert status["status"] == "done", status
+
+    everything = small.memories.load(user_id)
+    active = [m for m in everything if m.status is Status.ACTIVE]
+    assert 0 < len(active) <= CAPACITY
+    assert all(m.app_id == APP and m.level is Level.APP for m in everything)
+    changes = _changes(small, user_id)
+    ops = [c[1] for c in changes]
+    assert ops.count("ADD") >= 3 * CAPACITY  # three times what the scope holds was said
+    assert "ARCHIVE" not in ops and "DELETE" not in ops  # merging made all the room
+
+    by_id = {m.memory_id: m for m in everything}
+    merges = [c for c in changes if c[1] == "MERGE"]
+    assert merges and all(by_id[c[0]].superseded_by is None or c[0] in by_id for c in merges)
+    members = [m for m in everything if m.status is Status.SUPERSEDED]
+    assert members and len({c[0] for c in merges}) == len(merges)  # one MERGE row per merge
+    for m in members:
+        merged = by_id[m.superseded_by]
+        assert m.invalid_at is not None and set(m.msg_ids) <= set(merged.msg_ids)
+        assert any(c[0] == merged.memory_id and m.memory_id in c[2] for c in merges)
+
+    said = {mid for m in everything for mid in m.msg_ids}
+    assert said == {mid for m in active for mid in m.msg_ids}  # every source is still active
+    for e in events:
+        for msg in e["messages"]:
+            if msg["msg_id"] in said:
+                found = _recalled_msg_ids(api, user_id, msg["content"])
+                assert msg["msg_id"] in found, msg
+
+    # the history of a member shows the chain to its merged memory and the MERGE row
+    member = members[0]
+    hist = api.post(
+        "/memory/v1/history", json={"user_id": user_id, "memory_id": member.memory_id}
+    ).json()
+    assert hist["code"] == 0, hist
+    assert member.superseded_by in [r["memory_id"] for r in hist["data"]["chain"]]
+    assert "MERGE" in [c["op_type"] for c in hist["data"]["changes"]]
+
+
+def test_the_lifecycle_pass_merges_a_scope_above_the_high_water_mark(
+    small, runtime, user_id
+) -> None:
+    texts = [t.rstrip(".") for t in SESSIONS[3][:9] + SESSIONS[4][:9]]  # 18 of 20: above 80 %
+    records = [
+        record(
+            user_id,
+            t,
+            level=Level.APP,
+            app_id=APP,
+            source_session_id=f"s{i // 9}",
+            source_msg_id=f"lc-{i}",
+        )
+        for i, t in enumerate(texts)
+    ]
+    seed(small, *records)
+    calm = user_id + 1  # 16 of 20: not above the mark
+    seed(small, *(record(calm, t, level=Level.APP, app_id=APP) for t in texts[:16]))
+    assert crowded_users(small, [user_id, calm]) == [user_id]
+
+    via = KafkaVia(small.stores, 60)
+    summary = run_pass(small, T0, via, users=[user_id, calm])
+    assert summary["failed_commands"] == 0, summary
+    assert summary["consolidated"] >= 1
+    assert summary["consolidated_members"] - summary["consolidated"] == 4  # 18 → 14 (70 %)
+    assert runtime.cache.peek(user_id) is None  # a cold user was not loaded into the cache
+
+    everything = small.memories.load(user_id)
+    active = [m for m in everything if m.status is Status.ACTIVE]
+    assert len(active) == 14
+    assert {mid for m in active for mid in m.msg_ids} == {f"lc-{i}" for i in range(18)}
+    merges = [c for c in _changes(small, user_id) if c[1] == "MERGE"]
+    assert len(merges) == summary["consolidated"]
+    assert all(c[3] == f"lifecycle@{T0.isoformat()}" for c in merges)
+    assert len(small.memories.load(calm, statuses=[Status.ACTIVE])) == 16
+
+    again = run_pass(small, T0, via, users=[user_id])
+    assert again["consolidated"] == 0 and again["failed_commands"] == 0
+
+
+def test_with_an_llm_the_merged_text_is_its_summary_and_a_failing_model_joins(
+    small, user_id
+) -> None:
+    texts = [t.rstrip(".") for t in SESSIONS[0][:9] + SESSIONS[1][:9]]
+    seed(
+        small,
+        *(
+            record(user_id, t, level=Level.APP, app_id=APP, source_session_id=f"s{i // 9}")
+            for i, t in enumerate(texts)
+        ),
+    )
+    with scripted_server() as script:
+        llm = OpenAILLM(script.url, model="scripted", timeout_s=5, max_retries=0, backoff_s=0)
+        few = small.settings.model_copy(update={"consolidation_max_cluster": 3})
+        rt = dataclasses.replace(small, llm=llm, settings=few)  # 4 to free: 2+ merges
+        script.push_chat({"summary": "SUMMARY: food and work habits"})  # then only errors
+        summary = run_pass(rt, T0, DirectVia(rt), users=[user_id])
+    assert summary["failed_commands"] == 0 and summary["consolidated"] >= 1, summary
+    merges = {c[0]: c[2] for c in _changes(small, user_id) if c[1] == "MERGE"}
+    merged = [m for m in small.memories.load(user_id) if m.memory_id in merges]
+    summarized = [m for m in merged if m.content == "SUMMARY: food and work habits"]
+    assert len(merged) >= 2 and len(summarized) == 1
+    assert "summarized by" in merges[summarized[0].memory_id]
+    for m in merged:
+        if m is not summarized[0]:
+            assert "joined (LLMUnavailable" in merges[m.memory_id] and "; " in m.content
