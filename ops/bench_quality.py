@@ -78,7 +78,8 @@ def _ask(client: httpx.Client, url: str, q: Question, min_relevance: float | Non
     reply = client.post(url, json=body).json()
     ms = (time.perf_counter() - started) * 1000
     items = (reply.get("data") or {}).get("memories") or []
-    return Answer([_item_sources(i) for i in items], [i["content"] for i in items], ms)
+    contents = [i["content"] for i in items]
+    return Answer([_item_sources(i) for i in items], contents, ms, int(reply.get("code", -1)))
 
 
 def _delete(client: httpx.Client, base: str, data: Dataset, stored: dict) -> int:
@@ -125,6 +126,48 @@ def _system(data: Dataset, answers: dict[str, Answer]) -> dict[str, Any]:
     )
     out["recall_ms"] = {k: round(v, 2) for k, v in
                         percentiles([a.ms for a in answers.values()], (50, 99)).items()}  # fmt: skip
+    failed = [str(a.code) for a in answers.values() if a.code != 0]
+    out["failed_recalls"] = {c: failed.count(c) for c in sorted(set(failed))}
+    return out
+
+
+def _answer(
+    env: BenchStack, data: Dataset, stored: dict
+) -> tuple[dict[str, Answer], dict[str, Answer], int]:
+    """Ask through the API: every question but the deleted ones at min_relevance 0 and
+    at the default; then delete and ask the deleted ones. Returns both answer sets (the
+    first with the deleted questions) and how many memories were deleted."""
+    asked = [q for q in data.questions() if q.type != "deleted"]
+    _app, server, thread, url = serve_api(env)
+    try:
+        with httpx.Client(timeout=60) as client:
+            ours = {q.qid: _ask(client, url, q, 0.0) for q in asked}
+            at_default = {q.qid: _ask(client, url, q, None) for q in asked}
+            deleted = _delete(client, url.rsplit("/", 1)[0], data, stored)
+            for q in data.questions():
+                if q.type == "deleted":
+                    ours[q.qid] = _ask(client, url, q, 0.0)
+    finally:
+        server.should_exit = True
+        thread.join(15)
+    return ours, at_default, deleted
+
+
+def _memstream(data: Dataset, answers: dict[str, Answer], stored: dict) -> dict[str, Any]:
+    """memstream's metrics plus what the store kept: a turn is kept when a memory (an
+    ACTIVE one; or one of any status) names it among its sources."""
+    out = _system(data, answers)
+    records = [r for recs in stored.values() for r in recs]
+    is_content = {t.msg_id: t.is_content for t in data.turns()}
+    active = {m for r in records if r.status is Status.ACTIVE for m in sources(r)}
+    out["turns_kept"] = {
+        "active": quality_metrics.kept_share(is_content, active),
+        "any_status": quality_metrics.kept_share(
+            is_content, {m for r in records for m in sources(r)}
+        ),
+    }
+    status = [r.status.value for r in records]
+    out["memories_by_status"] = {v: status.count(v) for v in sorted(set(status))}
     return out
 
 
@@ -138,7 +181,6 @@ def bench_quality(
 ) -> dict[str, Any]:
     data = generate(users, sessions, seed, lang)
     questions = data.questions()
-    asked = [q for q in questions if q.type != "deleted"]
     overrides = capacity_overrides(capacity)
     with bench_stack(settings, **overrides) as env:
         flow = FlowThread(
@@ -155,18 +197,7 @@ def bench_quality(
             ingest = _ingest(env, data)
             _say(f"ingested in {ingest['seconds']} s; asking {len(questions)} questions")
             stored = {u.user_id: env.runtime.memories.load(u.user_id) for u in data.users}
-            app, server, thread, url = serve_api(env)
-            try:
-                with httpx.Client(timeout=60) as client:
-                    ours = {q.qid: _ask(client, url, q, 0.0) for q in asked}
-                    at_default = {q.qid: _ask(client, url, q, None) for q in asked}
-                    deleted = _delete(client, url.rsplit("/", 1)[0], data, stored)
-                    ours.update(
-                        {q.qid: _ask(client, url, q, 0.0) for q in questions if q.type == "deleted"}
-                    )
-            finally:
-                server.should_exit = True
-                thread.join(15)
+            ours, at_default, deleted = _answer(env, data, stored)
         finally:
             flow.stop()
         _say("raw-turn baselines (bm25, dense)")
@@ -175,25 +206,14 @@ def bench_quality(
         base["dense"] = quality_baselines.dense(data, env.runtime.embedder)
         baseline_s = time.monotonic() - started
         s = env.settings
-    is_content = {t.msg_id: t.is_content for t in data.turns()}
-    status: dict[str, int] = {}
-    for rec in (r for recs in stored.values() for r in recs):
-        status[rec.status.value] = status.get(rec.status.value, 0) + 1
-    memstream = _system(data, ours)
-    memstream["turns_kept"] = {
-        "active": quality_metrics.kept_share(is_content, {
-            m for recs in stored.values() for r in recs if r.status is Status.ACTIVE
-            for m in sources(r)}),
-        "any_status": quality_metrics.kept_share(is_content, {
-            m for recs in stored.values() for r in recs for m in sources(r)}),
-    }  # fmt: skip
-    memstream["memories_by_status"] = status
+    memstream = _memstream(data, ours, stored)
     memstream["deleted_memories"] = deleted
     default_min = _system(data, at_default)
     memstream["at_default_min_relevance"] = {
         "min_relevance": s.min_relevance,
         "overall": default_min["overall"],
         "by_type": default_min["by_type"],
+        "failed_recalls": default_min["failed_recalls"],
     }
     baselines = {name: _system(data, answers) for name, answers in base.items()}
     keys = ("overall", "by_type", "by_lang")
@@ -205,7 +225,7 @@ def bench_quality(
             "capacity_global": s.capacity_global, "capacity_total": s.capacity_total,
             "app_id": APP, "top_k": TOP_K, "min_relevance": 0.0,
             "embedder": env.runtime.embedder.name, "llm": env.runtime.llm.name,
-            "turns": len(is_content), "content_turns": sum(is_content.values()),
+            "turns": len(data.turns()), "content_turns": sum(t.is_content for t in data.turns()),
             "questions": {t: sum(q.type == t for q in questions) for t in TYPES},
         },
         "ingest": ingest,
@@ -215,20 +235,10 @@ def bench_quality(
             name: quality_metrics.ratios({k: memstream[k] for k in keys}, {k: b[k] for k in keys})
             for name, b in baselines.items()
         },
-        "questions": _per_question(data, {"memstream": ours, **base}),
+        "questions": quality_metrics.first_ranks(data.questions(), {
+            name: {qid: a.ranked for qid, a in answers.items()}
+            for name, answers in {"memstream": ours, **base}.items()}),
     }  # fmt: skip
-
-
-def _per_question(data: Dataset, systems: dict[str, dict[str, Answer]]) -> list[dict]:
-    """Where each system put the evidence (0-based rank of the first hit; None: not in
-    the top 10): for reading failures, not for the summary."""
-    return [
-        {"qid": q.qid, "lang": q.lang, "type": q.type, "query": q.query,
-         "evidence": list(q.evidence), "stale": list(q.stale),
-         **{name: quality_metrics.first_rank(q.evidence, answers[q.qid].ranked)
-            for name, answers in systems.items() if q.qid in answers}}
-        for q in data.questions()
-    ]  # fmt: skip
 
 
 def write_json(result: dict[str, Any], out_dir: Path) -> Path:

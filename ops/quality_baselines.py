@@ -29,6 +29,7 @@ class Answer:
     ranked: list[list[str]]  # top results, best first; each its source msg_ids
     contents: list[str]
     ms: float
+    code: int = 0  # the API's envelope code (0 = ok); a failed answer ranks nothing
 
 
 def turn_text(t: Turn) -> str:

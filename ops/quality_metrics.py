@@ -116,3 +116,15 @@ def recalled_chars(contents: Sequence[Sequence[str]]) -> float:
     if not contents:
         return 0.0
     return round(sum(sum(len(c) for c in answer[:10]) for answer in contents) / len(contents), 1)
+
+
+def first_ranks(questions: Iterable[Any], systems: dict[str, dict[str, Ranked]]) -> list[dict]:
+    """Per question, where each system put the evidence (0-based rank of its first hit;
+    None: not in the top 10) — for reading failures, not for the summary."""
+    return [
+        {"qid": q.qid, "lang": q.lang, "type": q.type, "query": q.query,
+         "evidence": list(q.evidence), "stale": list(q.stale),
+         **{name: first_rank(q.evidence, ranked[q.qid][:10])
+            for name, ranked in systems.items() if q.qid in ranked}}
+        for q in questions
+    ]  # fmt: skip

@@ -76,6 +76,9 @@ def table(result: dict[str, Any]) -> str:
     if deleted:
         lines.append(f"deleted: {deleted['n']} questions, leak {_f(deleted['leak'])} "
                      f"({ms['deleted_memories']} memories deleted through the API)")  # fmt: skip
+    failed = {**ms["failed_recalls"], **ms["at_default_min_relevance"]["failed_recalls"]}
+    if failed:
+        lines.append(f"failed recalls (code: count): {failed}")
     at = ms["at_default_min_relevance"]
     lines.append(f"at min_relevance {at['min_relevance']}: hit@10 {_f(at['overall'].get('hit@10'))}"
                  f", recall@10 {_f(at['overall'].get('recall@10'))}")  # fmt: skip

@@ -6,6 +6,7 @@ import pytest
 
 from ops.quality_metrics import (
     first_rank,
+    first_ranks,
     kept_share,
     ratios,
     recall_at,
@@ -92,3 +93,12 @@ def test_kept_share_splits_content_and_chit_chat() -> None:
 def test_recalled_chars_is_the_mean_length_of_the_top_10_together() -> None:
     assert recalled_chars([["abc", "de"], ["x" * 10] * 12]) == pytest.approx((5 + 100) / 2)
     assert recalled_chars([]) == 0.0
+
+
+def test_first_ranks_tells_where_each_system_put_the_evidence() -> None:
+    from ops.quality_data import Question
+
+    q = Question("q1", 1, "en", "single", "where?", ("a",))
+    got = first_ranks([q], {"ours": {"q1": [["x"], ["a"]]}, "base": {"q1": [["x"]] * 10 + [["a"]]}})
+    assert got == [{"qid": "q1", "lang": "en", "type": "single", "query": "where?",
+                    "evidence": ["a"], "stale": [], "ours": 1, "base": None}]  # fmt: skip
