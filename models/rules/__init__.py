@@ -1,9 +1,10 @@
 """The deterministic ``rules`` extractor: no LLM, English and Chinese.
 
-Pipeline per readable turn: split into clauses (``clauses``), drop what is not a fact
-about the speaker (``filters``), resolve relative dates against today (``dates_en``,
-``dates_zh``), rewrite first person into a self-contained subject (``rewrite``).
-``extract`` ties them together. Recall over precision is NOT the goal: the rules keep
-only first-person statements with content, because a wrong memory costs more than a
-missed one.
+Pipeline per readable turn: split into clauses (``clauses``), keep first-person
+statements with content as facts (``filters``, ``content``), resolve relative dates
+against the day the turn was said (``dates_en``, ``dates_zh``), rewrite "I"/"you" into
+the speakers (``speakers``, ``rewrite``). A turn that carries content but gives no such
+fact is kept whole as one EPISODIC memory (``episode``): in the no-LLM mode nothing said
+is lost, while greetings, questions and pure reactions still leave nothing.
+``extract`` ties them together.
 """

@@ -109,3 +109,19 @@ def test_bounded_cuts_at_a_word():
     assert bounded("short", 10) == "short"
     assert bounded("one two three four", 12) == "one two…"
     assert len(bounded("杭州" * 50, 20)) == 20
+
+
+def test_a_turn_whose_facts_were_all_said_before_keeps_its_other_content():
+    got = facts(
+        ("user", "Priya", "Started Severance, I'm hooked"),
+        ("user", "Priya", "Finally started Past Lives, I'm hooked"),
+        ("user", "Priya", "I'm hooked!"),
+    )
+    assert [(f.msg_id, f.text) for f in got] == [
+        ("m0", "Priya is hooked"),
+        ("m1", "Priya said on 2023-05-08: Finally started Past Lives"),
+    ]
+
+
+def test_a_first_person_reaction_is_not_a_fact():
+    assert facts(("user", "Priya", "I miss you, Tomás!"), ("user", "Priya", "我去忙啦")) == []
