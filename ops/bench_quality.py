@@ -64,11 +64,6 @@ def sources(record: Any) -> list[str]:
     return ids
 
 
-def _item_sources(item: dict) -> list[str]:
-    src = item.get("source") or {}
-    return [m for m in (src.get("msg_ids") or [src.get("msg_id")]) if m]
-
-
 def _ask(client: httpx.Client, url: str, q: Question, min_relevance: float | None) -> Answer:
     body: dict[str, Any] = {"user_id": q.user_id, "query": q.query, "top_k": TOP_K,
                             "scope": {"include_global": True, "app_id": APP}}  # fmt: skip
@@ -78,21 +73,24 @@ def _ask(client: httpx.Client, url: str, q: Question, min_relevance: float | Non
     reply = client.post(url, json=body).json()
     ms = (time.perf_counter() - started) * 1000
     items = (reply.get("data") or {}).get("memories") or []
+    ranked = [[m for m in (i["source"].get("msg_ids") or [i["source"].get("msg_id")]) if m]
+              for i in items]  # a recalled item's source turns  # fmt: skip
     contents = [i["content"] for i in items]
-    return Answer([_item_sources(i) for i in items], contents, ms, int(reply.get("code", -1)))
+    return Answer(ranked, contents, ms, int(reply.get("code", -1)))
 
 
-def _delete(client: httpx.Client, base: str, data: Dataset, stored: dict) -> int:
+def _delete(client: httpx.Client, base: str, data: Dataset, stored: dict) -> dict[str, int]:
     """Delete, through the API, every memory that came from a deleted question's turn."""
-    jobs = []
+    jobs, turns = [], 0
     for q in data.questions():
         if q.type == "deleted":
-            for rec in stored[q.user_id]:
-                if q.evidence[0] in sources(rec) and rec.status is not Status.DELETED:
-                    jobs.append({"user_id": q.user_id, "memory_id": rec.memory_id})
+            mine = [r for r in stored[q.user_id] if q.evidence[0] in sources(r)]
+            mine = [r for r in mine if r.status is not Status.DELETED]
+            turns += bool(mine)
+            jobs += [{"user_id": q.user_id, "memory_id": r.memory_id} for r in mine]
     with ThreadPoolExecutor(8) as pool:
         codes = list(pool.map(lambda b: client.post(f"{base}/delete", json=b).json(), jobs))
-    return sum(1 for c in codes if c.get("code") == 0)
+    return {"turns_with_memories": turns, "memories": sum(1 for c in codes if c.get("code") == 0)}
 
 
 def _ingest(env: BenchStack, data: Dataset) -> dict[str, Any]:
@@ -133,10 +131,10 @@ def _system(data: Dataset, answers: dict[str, Answer]) -> dict[str, Any]:
 
 def _answer(
     env: BenchStack, data: Dataset, stored: dict
-) -> tuple[dict[str, Answer], dict[str, Answer], int]:
+) -> tuple[dict[str, Answer], dict[str, Answer], dict[str, int]]:
     """Ask through the API: every question but the deleted ones at min_relevance 0 and
     at the default; then delete and ask the deleted ones. Returns both answer sets (the
-    first with the deleted questions) and how many memories were deleted."""
+    first with the deleted questions) and what was deleted."""
     asked = [q for q in data.questions() if q.type != "deleted"]
     _app, server, thread, url = serve_api(env)
     try:
@@ -207,7 +205,7 @@ def bench_quality(
         baseline_s = time.monotonic() - started
         s = env.settings
     memstream = _memstream(data, ours, stored)
-    memstream["deleted_memories"] = deleted
+    memstream["deleted"] = deleted
     default_min = _system(data, at_default)
     memstream["at_default_min_relevance"] = {
         "min_relevance": s.min_relevance,

@@ -74,8 +74,10 @@ def table(result: dict[str, Any]) -> str:
         )  # fmt: skip
     deleted = ms["by_type"].get("deleted")
     if deleted:
-        lines.append(f"deleted: {deleted['n']} questions, leak {_f(deleted['leak'])} "
-                     f"({ms['deleted_memories']} memories deleted through the API)")  # fmt: skip
+        gone = ms["deleted"]
+        lines.append(f"deleted: {deleted['n']} questions, leak {_f(deleted['leak'])} ("
+                     f"{gone['turns_with_memories']} of the turns had memories; "
+                     f"{gone['memories']} memories deleted through the API)")  # fmt: skip
     failed = {**ms["failed_recalls"], **ms["at_default_min_relevance"]["failed_recalls"]}
     if failed:
         lines.append(f"failed recalls (code: count): {failed}")

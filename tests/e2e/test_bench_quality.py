@@ -45,6 +45,8 @@ def test_a_tiny_run_writes_every_section(tmp_path: Path) -> None:
         assert set(system["by_type"]["deleted"]) == {"n", "leak"}
         assert set(system["recall_ms"]) == {"p50", "p99"}
     assert set(ms["turns_kept"]) == {"active", "any_status"}
+    assert set(ms["deleted"]) == {"turns_with_memories", "memories"}
+    assert ms["failed_recalls"] == {}
     assert set(ms["turns_kept"]["active"]) == {"content", "chit"}
     assert {"overall", "by_type", "min_relevance"} <= set(ms["at_default_min_relevance"])
     for name in ("bm25", "dense"):
