@@ -107,9 +107,8 @@ def _text(rt: Runtime, members: list[MemoryRecord]) -> tuple[str, str]:
     except ModelError as exc:
         log.warning("summary degraded to a join", extra=log_fields(error=type(exc).__name__))
         return bounded_join(texts, bound), f"joined ({type(exc).__name__}: {str(exc)[:120]})"
-    return (
-        (text, f"summarized by {rt.llm.name}") if text else (bounded_join(texts, bound), "joined")
-    )
+    joined = bounded_join(texts, bound)
+    return (text, f"summarized by {rt.llm.name}") if text and text != joined else (joined, "joined")
 
 
 def _apply(
