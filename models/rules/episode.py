@@ -2,7 +2,7 @@
 
 The rules only turn first-person statements into facts; "That pottery class last night
 was amazing!" or "公司下个月要搬到杭州" would otherwise leave nothing. The episode keeps
-the turn's content clauses (``content``), with relative dates resolved against the day
+the turn's content clauses (those ``content.clause_carries_content`` accepts), with relative dates resolved against the day
 it was said and "I"/"you" replaced by the speakers, under a prefix that says who said
 it and when — an episode's date is what answers "when did…":
 
@@ -12,11 +12,10 @@ it and when — an episode's date is what answers "when did…":
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import date
 
 from models.lang import dominant_language, has_cjk
-from models.rules.content import content_clauses
 from models.rules.dates import DateHint
 from models.rules.dates_en import resolve_en
 from models.rules.dates_zh import resolve_zh
@@ -26,18 +25,6 @@ from models.types import Fact
 from schemas.enums import MemType
 
 MAX_EPISODE = 500  # characters of the whole memory text
-
-
-def episode_fact(
-    text: str,
-    voice: Voice,
-    day: date,
-    index: int,
-    msg_id: str | None,
-    names: Collection[str] = (),
-) -> Fact | None:
-    """One EPISODIC memory of the turn, or None when it carries no content."""
-    return episode_of(content_clauses(text, names), text, voice, day, index, msg_id)
 
 
 def episode_of(
