@@ -2,9 +2,10 @@
 
 The rules only turn first-person statements into facts; "That pottery class last night
 was amazing!" or "公司下个月要搬到杭州" would otherwise leave nothing. The episode keeps
-the turn's content clauses (those ``content.clause_carries_content`` accepts), with relative dates resolved against the day
-it was said and "I"/"you" replaced by the speakers, under a prefix that says who said
-it and when — an episode's date is what answers "when did…":
+the turn's content clauses that gave no rule fact (those
+``content.clause_carries_content`` accepts), with relative dates resolved against the
+day it was said and "I"/"you" replaced by the speakers, under a prefix that says who
+said it and when — an episode's date is what answers "when did…":
 
     Priya said on 2023-05-08: That pottery class on the night of 2023-05-07 was amazing
     王芳在2023-05-08说：公司2023年6月要搬到杭州

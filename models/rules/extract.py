@@ -1,10 +1,10 @@
 """The rules extractor: readable turns → clauses → kept facts, each with its source turn.
 
 Per turn: the subject is its speaker (``speakers``), relative dates resolve against the
-day the turn was said (its ``ts``, else ``today``). A turn whose clauses give no rule
-fact (or only facts already extracted from an earlier turn of the call) but that carries
-content becomes one EPISODIC memory of its content clauses (``episode``), so the no-LLM
-mode loses nothing said (DESIGN §7).
+day the turn was said (its ``ts``, else ``today``). The content clauses of a turn that
+gave no rule fact become one EPISODIC memory (``episode``) beside the turn's facts, so
+the no-LLM mode loses nothing said (DESIGN §7): a turn with no rule fact at all is kept
+whole as its episode.
 """
 
 from __future__ import annotations
@@ -63,9 +63,11 @@ def extract_rules(
                     new.append(fact)
             elif clause_carries_content(clause, names):
                 unsaid.append(clause)
-        if not new:  # nothing new from the rules: keep what the turn said as an episode
-            episode = episode_of(unsaid, message.content, voice, day, index, message.msg_id)
-            new = [episode] if episode is not None and _fresh(episode, seen) else []
+        # What the rules did not turn into a fact is kept as an episode beside the facts
+        # ("Finally started Past Lives, I'm hooked": the fact is only "Priya is hooked").
+        episode = episode_of(unsaid, message.content, voice, day, index, message.msg_id)
+        if episode is not None and _fresh(episode, seen):
+            new.append(episode)
         facts.extend(new)
     return facts
 

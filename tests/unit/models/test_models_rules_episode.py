@@ -84,9 +84,18 @@ def test_chit_chat_and_questions_leave_nothing():
     )
 
 
-def test_no_episode_when_a_rule_fact_came_from_the_turn():
+def test_the_content_beside_a_rule_fact_is_kept_as_an_episode():
     got = facts(("user", "Priya", "I live in Lisbon. The weather is lovely there."))
-    assert [f.text for f in got] == ["Priya lives in Lisbon"]
+    assert [f.text for f in got] == [
+        "Priya lives in Lisbon",
+        "Priya said on 2023-05-08: The weather is lovely there",
+    ]
+    assert [f.mem_type for f in got] == [MemType.SEMANTIC, MemType.EPISODIC]
+
+
+def test_no_episode_when_every_clause_gave_a_rule_fact():
+    got = facts(("user", "Priya", "I live in Lisbon and I work as a nurse."))
+    assert [f.text for f in got] == ["Priya lives in Lisbon", "Priya works as a nurse"]
 
 
 def test_the_ownership_variant_still_decides_which_turns_are_read():
@@ -119,6 +128,7 @@ def test_a_turn_whose_facts_were_all_said_before_keeps_its_other_content():
     )
     assert [(f.msg_id, f.text) for f in got] == [
         ("m0", "Priya is hooked"),
+        ("m0", "Priya said on 2023-05-08: Started Severance"),
         ("m1", "Priya said on 2023-05-08: Finally started Past Lives"),
     ]
 
