@@ -1,7 +1,7 @@
 """Seeded multi-session chats with evidence-labelled questions for ``bench quality``.
 
 Pure Python, no download: ``generate(users, sessions, seed, lang)`` gives every user
-(the memory owner, role ``user``) a friend (role ``assistant``; both are people), and
+(the memory owner) a friend, and
 ``sessions`` dated chats of 20–30 turns spread over months. Facts come in the ways
 people say them — first person, about a relative, reactions, plans with relative dates,
 a fact that later changes — between genuine chit-chat, and every turn is labelled
@@ -25,14 +25,17 @@ from ops.quality_kinds import Bank, base_slots, draw, dress, is_dated, render, s
 TYPES = ("single", "multi", "temporal", "changed", "deleted", "paraphrase")
 BANKS: dict[str, Bank] = {"en": quality_en.BANK, "zh": quality_zh.BANK}
 LANGS = {"en": ("en",), "zh": ("zh",), "both": ("en", "zh")}
-OWNER, FRIEND = "user", "assistant"  # roles: the memory owner, the friend
+OWNER, FRIEND = "owner", "friend"  # the two speakers of every chat
+# Both are people: in the events both speak with role ``user`` and are told apart by
+# ``name`` (the OpenAI convention for several humans in one chat).
+ROLE = "user"
 FIRST_USER_ID = 7_000_000
 
 
 @dataclass(frozen=True)
 class Turn:
     msg_id: str
-    role: str
+    speaker: str  # OWNER or FRIEND
     name: str
     ts: datetime
     content: str
@@ -72,7 +75,7 @@ class UserData:
                 "session_id": f"s{i:02d}",
                 "ts": turns[-1].ts.isoformat(),
                 "messages": [
-                    {"role": t.role, "name": t.name, "content": t.content,
+                    {"role": ROLE, "name": t.name, "content": t.content,
                      "msg_id": t.msg_id, "ts": t.ts.isoformat()}
                     for t in turns
                 ],

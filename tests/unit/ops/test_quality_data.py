@@ -43,7 +43,7 @@ def test_sessions_alternate_two_named_speakers_over_months(data: Dataset) -> Non
     for user in data.users:
         for turns in user.sessions:
             assert len(turns) >= 20
-            assert [t.role for t in turns] == [(OWNER, FRIEND)[i % 2] for i in range(len(turns))]
+            assert [t.speaker for t in turns] == [(OWNER, FRIEND)[i % 2] for i in range(len(turns))]
             assert {t.name for t in turns} == {user.owner, user.friend}
             assert all(a.ts < b.ts for a, b in zip(turns, turns[1:], strict=False))
         starts = [s[0].ts for s in user.sessions]
