@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.settings import SettingsError, get_settings
+from dataflows.ingest.extract import conversation_date, dated_messages
 from models.errors import ModelConfigError, ModelError
 from models.factory import build_llm
 from schemas.events import ConversationEvent
@@ -33,8 +34,8 @@ def add_parser(subparsers: Any) -> None:
         "--today",
         type=_iso_date,
         default=None,
-        help="date relative expressions resolve against (YYYY-MM-DD); default: the "
-        "event's ts, else today",
+        help="date relative expressions of turns without a ts resolve against "
+        "(YYYY-MM-DD); default: the conversation's date (its latest ts), else today",
     )
     p.set_defaults(func=run)
 
@@ -46,14 +47,15 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"extract: bad input: not a conversation event: {_first_error(exc)}", file=sys.stderr)
         return 2
-    today = args.today or (event.ts.date() if event.ts else date.today())
+    messages = dated_messages(event)  # as the ingest flow gives them to the provider
+    today = args.today or conversation_date(messages, date.today)
     try:
         llm = build_llm(get_settings())
     except (SettingsError, ModelConfigError) as exc:
         print(f"extract: {exc}", file=sys.stderr)
         return 2
     try:
-        facts = llm.extract_facts(event.messages, event.ownership, event.strategy, today)
+        facts = llm.extract_facts(messages, event.ownership, event.strategy, today)
     except ModelError as exc:
         print(f"extract: {llm.name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

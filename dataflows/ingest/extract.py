@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 
 from core.hashing import memory_id_for
-from dataflows.ingest.items import Extracted, FactItem, Incoming, Rejected, TurnBatch
+from dataflows.ingest.items import Extracted, FactItem, Rejected, TurnBatch
 from models.errors import ModelError
 from models.lang import utc_date
-from schemas.events import Message
+from schemas.events import ConversationEvent, Message
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def extract(
     first = batch.events[0].event
     out = Extracted(user_id=first.user_id, tasks=list(batch.events))
     context = list(batch.context) if getattr(llm, "uses_context", True) else []
-    messages = context + [m for i in batch.events for m in dated_messages(i)]
+    messages = context + [m for i in batch.events for m in dated_messages(i.event)]
     owners = []  # message position -> (incoming, position inside its event)
     for inc in batch.events:
         owners.extend((inc, pos) for pos in range(len(inc.event.messages)))
@@ -64,12 +64,12 @@ def extract(
     return out
 
 
-def dated_messages(inc: Incoming) -> list[Message]:
+def dated_messages(event: ConversationEvent) -> list[Message]:
     """The event's messages, each without a ``ts`` given the event's ``ts`` (if any)."""
-    ts = inc.event.ts
+    ts = event.ts
     if ts is None:
-        return list(inc.event.messages)
-    return [m if m.ts is not None else m.model_copy(update={"ts": ts}) for m in inc.event.messages]
+        return list(event.messages)
+    return [m if m.ts is not None else m.model_copy(update={"ts": ts}) for m in event.messages]
 
 
 def conversation_date(messages: Sequence[Message], today_fn: Callable[[], date]) -> date:

@@ -76,3 +76,21 @@ def test_bad_input_exits_2_with_a_message():
 def test_bad_today_is_a_usage_error():
     proc = run_extract(json.dumps(EVENT), "--today", "next tuesday")
     assert proc.returncode == 2 and "YYYY-MM-DD" in proc.stderr
+
+
+def test_turns_resolve_against_their_own_ts_and_name_their_speaker():
+    event = {
+        "user_id": 42,
+        "ts": "2023-05-10T20:00:00Z",
+        "messages": [
+            {"role": "user", "name": "Priya", "content": "I started a pottery class yesterday.",
+             "msg_id": "m1", "ts": "2023-05-08T19:00:00Z"},
+            {"role": "user", "name": "Tomás", "content": "I fly to Osaka tomorrow.",
+             "msg_id": "m2"},
+        ],
+    }  # fmt: skip
+    proc = run_extract(json.dumps(event, ensure_ascii=False))
+    assert proc.returncode == 0, proc.stderr
+    texts = [json.loads(line)["text"] for line in proc.stdout.splitlines()]
+    assert any(t.startswith("Priya") and "2023-05-07" in t for t in texts), texts
+    assert any(t.startswith("Tomás") and "2023-05-11" in t for t in texts), texts  # event ts
