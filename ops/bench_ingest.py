@@ -113,6 +113,20 @@ def wait_done(
     return {"results": results, "missing": len(pending)}
 
 
+def start_ingest(env: BenchStack) -> FlowThread:
+    """The ingest flow running in a thread of this process, as in the node; model warm."""
+    flow = FlowThread(
+        "ingest",
+        lambda: build_flow(env.runtime),
+        env.data_dir,
+        stop=env.runtime.stop,
+        on_failure=env.runtime.cache.clear,
+    )
+    flow.start()
+    env.runtime.embedder.embed(["warm up the model"])
+    return flow
+
+
 def bench_ingest(
     settings: Settings,
     conversations: int = 3000,
@@ -121,15 +135,7 @@ def bench_ingest(
     freshness_n: int = 400,
 ) -> dict[str, Any]:
     with bench_stack(settings) as env:
-        flow = FlowThread(
-            "ingest",
-            lambda: build_flow(env.runtime),
-            env.data_dir,
-            stop=env.runtime.stop,
-            on_failure=env.runtime.cache.clear,
-        )
-        flow.start()
-        env.runtime.embedder.embed(["warm up the model"])
+        flow = start_ingest(env)
         wait_done(env, _produce(env, 20, users, None, 1, "warm"), 60)
 
         sent = _produce(env, conversations, users, None, 2, "sat")

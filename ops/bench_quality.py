@@ -28,11 +28,9 @@ from typing import Any
 import httpx
 
 from core.settings import Settings
-from dataflows.ingest.flow import build_flow
-from dataflows.runner import FlowThread
 from ops import quality_baselines, quality_metrics
 from ops.bench_env import BenchStack, bench_stack, percentiles
-from ops.bench_ingest import send_events, wait_done
+from ops.bench_ingest import send_events, start_ingest, wait_done
 from ops.bench_recall import serve_api
 from ops.quality_baselines import Answer
 from ops.quality_data import TYPES, Dataset, Question, generate
@@ -181,16 +179,8 @@ def bench_quality(
     questions = data.questions()
     overrides = capacity_overrides(capacity)
     with bench_stack(settings, **overrides) as env:
-        flow = FlowThread(
-            "ingest",
-            lambda: build_flow(env.runtime),
-            env.data_dir,
-            stop=env.runtime.stop,
-            on_failure=env.runtime.cache.clear,
-        )
-        flow.start()
+        flow = start_ingest(env)
         try:
-            env.runtime.embedder.embed(["warm up the model"])
             _say(f"ingesting {len(data.turns())} turns in {len(data.users) * sessions} sessions")
             ingest = _ingest(env, data)
             _say(f"ingested in {ingest['seconds']} s; asking {len(questions)} questions")
