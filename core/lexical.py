@@ -1,10 +1,12 @@
 """Per-user in-memory BM25 index: the lexical channel of recall (DESIGN §1, §7).
 
-The default embedding model is English-only and turns most Chinese characters into
-``[UNK]``; the lexical channel is what makes "张三在哪里工作" find "张三在腾讯工作"
-offline. CJK runs are segmented with jieba (its dictionary ships in the wheel); Latin
-words and numbers are split on non-word characters. A user holds at most 2,000 active
-memories, so a dict-of-postings index answers a query in well under a millisecond.
+The lexical channel is what finds an exact name, number or rare word that the dense
+channel blurs ("张三在哪里工作" → "张三在腾讯工作", "Dune" → the Dune memory). CJK runs
+are segmented with jieba (its dictionary ships in the wheel); Latin words and numbers
+are split on non-word characters, and English words are reduced to their Snowball
+(Porter2) stem through PyStemmer, so "moved"/"moving" and "allergic"/"allergy" are
+one term (:func:`stem`). A user holds at most 2,000 active memories, so a
+dict-of-postings index answers a query in well under a millisecond.
 
 Scores come in two forms. :meth:`BM25Index.scores` are raw Okapi BM25 (k1, b).
 :meth:`BM25Index.normalized` divides by the query's *ideal* score — the BM25 score a
@@ -16,6 +18,7 @@ scores 1.0 on a memory containing it, while a hit on one common word scores litt
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -24,6 +27,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
+
+import Stemmer
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN_RUNS = re.compile(rf"(?P<han>[{_HAN}]+)|(?P<word>[^\W_{_HAN}]+)")
@@ -37,6 +42,7 @@ STOPWORDS = frozenset(
     "哪 哪里 哪儿 谁 这 那 这个 那个 一个 有 没有 个 么".split()
 )
 
+_local = threading.local()  # a PyStemmer object must not be shared by threads
 _jieba_lock = threading.Lock()
 _jieba_ready = False
 
@@ -56,10 +62,31 @@ def _jieba() -> Any:
     return jieba
 
 
-def tokenize(text: str) -> list[str]:
-    """Lowercased terms: Latin words/numbers as they stand, CJK runs segmented by jieba.
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The English Snowball stem of a lowercased word, with a trailing "i" dropped.
 
-    Stopwords are dropped so that the query's coverage measures content words only.
+    Porter2 turns a final "y" into "i" ("allergy" → "allergi") but stems "allergic" to
+    "allerg"; dropping that "i" (stems longer than four letters) joins them, and
+    joins nothing that was apart before. Words with a digit and words of up to three
+    letters stay as they are, so numbers, ids and short names are never cut. The
+    stem is the same whatever the case the word came in, so a name matches however
+    it is typed ("Alice"/"alice" → "alic", "Hannah's" → "hannah").
+    """
+    if len(word) <= 3 or not word.isalpha() or not word.isascii():
+        return word
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    out = stemmer.stemWord(word)
+    return out[:-1] if len(out) > 4 and out.endswith("i") else out
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased terms: Latin words stemmed (:func:`stem`), CJK runs segmented by jieba.
+
+    Stopwords are dropped (before stemming) so that the query's coverage measures
+    content words only.
     jieba's segmentation of unknown names is context-dependent ("张三在哪里" yields
     "张三在", "张三喜欢" yields "张三"; "王小明" vs "小明"), so a CJK word of three or
     more characters also emits its character bigrams, which makes the name match
@@ -77,7 +104,7 @@ def tokenize(text: str) -> list[str]:
                 if len(word) >= 3:
                     out.extend(word[i : i + 2] for i in range(len(word) - 1))
         elif run not in STOPWORDS:
-            out.append(run)
+            out.append(stem(run))
     return out
 
 

@@ -8,12 +8,62 @@ import time
 
 import pytest
 
-from core.lexical import BM25Index, tokenize
+from core.lexical import BM25Index, stem, tokenize
 
 
-def test_latin_text_is_lowercased_and_split_on_non_word_characters():
+def test_latin_text_is_lowercased_split_on_non_word_characters_and_stemmed():
     assert tokenize("Alice works at ACME since 2021; she's 30.") == [
-        "alice", "works", "acme", "since", "2021", "30",
+        "alic", "work", "acm", "sinc", "2021", "30",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("allergic", "allergy"),
+        ("allergies", "allergic"),
+        ("moved", "moving"),
+        ("moves", "move"),
+        ("travelling", "travel"),
+        ("peanuts", "peanut"),
+        ("lived", "lives"),
+        ("happiness", "happy"),
+    ],
+)
+def test_english_word_forms_share_one_term(a, b):
+    assert stem(a) == stem(b)
+    assert tokenize(f"I am {a}") == tokenize(f"{b.upper()}")
+
+
+def test_a_stem_match_scores_like_the_same_word():
+    idx = BM25Index()
+    idx.add("nuts", "I am allergic to peanuts.")
+    idx.add("bike", "Priya moved to Lisbon and rides a bike")
+    assert idx.normalized("peanut allergy") == {"nuts": 1.0}
+    assert set(idx.normalized("moving")) == {"bike"}
+
+
+@pytest.mark.parametrize(
+    "name", ["Alice", "Hannah", "Lima", "Osaka", "Reykjavik", "Kenji", "Luna", "Priya", "Zoe"]
+)
+def test_a_name_matches_however_it_is_typed_and_keeps_its_letters(name):
+    (term,) = tokenize(name)
+    assert tokenize(name.lower()) == tokenize(f"{name}'s") == [term]
+    assert name.lower().startswith(term) and len(term) >= len(name) - 1
+    idx = BM25Index()
+    idx.add("m", f"{name} called on Sunday")
+    idx.add("o", "Someone else called on Monday")
+    assert idx.normalized(name.lower()) == {"m": 1.0}
+
+
+def test_distinct_names_stay_distinct_terms():
+    names = "Ana Anna Sam Samuel Leo Leon Mei Maya Omar Oscar Rosa Ravi Raj Jonas Lena".split()
+    assert len({stem(n.lower()) for n in names}) == len(names)
+
+
+def test_numbers_short_words_and_non_english_letters_are_not_stemmed():
+    assert [stem(w) for w in ("2021", "a1b2", "gas", "café", "zürich")] == [
+        "2021", "a1b2", "gas", "café", "zürich",
     ]  # fmt: skip
 
 
