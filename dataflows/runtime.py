@@ -2,7 +2,9 @@
 
 Steps are closures over one Runtime, so tests can hand a flow a runtime wired to the
 test session's servers; the node hands the same object to the API so both share the
-stores, the hot cache and the embedder.
+stores, the hot cache and the embedder. Building one is where a process's stores meet
+its embedder, so it is also where a store made by another model refuses to start
+(``sinks.store_model.check_store_model``; an API-only process checks in Services.build).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from core.settings import Settings
 from sinks.crypto import ContentCipher
 from sinks.hot_cache import HotCache
 from sinks.memory_store import MemoryStore
+from sinks.store_model import check_store_model
 from sinks.stores import Stores
 from sinks.switches import SwitchStore
 from sinks.tasks import TaskStore
@@ -39,6 +42,8 @@ class Runtime:
         from models.factory import build_embedder, build_llm
 
         memories = MemoryStore(stores, ContentCipher.from_settings(settings))
+        embedder = embedder if embedder is not None else build_embedder(settings)
+        check_store_model(memories, embedder, settings)  # ModelMismatch: refuse to start
         cache = HotCache.attach(memories, settings.embedding_dim, settings.hot_cache_budget_mb)
         return cls(
             settings=settings,
@@ -47,6 +52,6 @@ class Runtime:
             cache=cache,
             tasks=TaskStore(stores.redis),
             switches=SwitchStore(stores.clickhouse, stores.redis),
-            embedder=embedder if embedder is not None else build_embedder(settings),
+            embedder=embedder,
             llm=llm if llm is not None else build_llm(settings),
         )

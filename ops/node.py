@@ -3,7 +3,8 @@
 One process because chDB and Milvus Lite each lock their data dir. Started by
 ``memstream up`` as ``python -m ops.node DATA_DIR``; runs until SIGTERM. If Kafka is
 not reachable yet, the API still starts (``/readyz`` answers 503) and topic creation
-is retried in the background.
+is retried in the background. A store whose vectors another embedding model made stops
+it at start (exit 2) with a message naming both models and `memstream reembed`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataflows.runtime import Runtime
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.services import Services
-from sinks.errors import StoreUnavailable
+from sinks.errors import ModelMismatch, StoreUnavailable
 from sinks.stores import Stores
 
 log = logging.getLogger("memstream.node")
@@ -47,12 +48,16 @@ def _ensure_topics_forever(stores: Stores, stop: threading.Event) -> None:
 def serve(settings: Settings) -> None:
     stores = Stores.from_settings(settings)
     stores.setup()
+    try:
+        rt = Runtime.build(settings, stores)  # ModelMismatch: another model made the store
+    except ModelMismatch:
+        stores.close()
+        raise
     stop = threading.Event()
     topics = threading.Thread(
         target=_ensure_topics_forever, args=(stores, stop), name="ensure-topics", daemon=True
     )
     topics.start()
-    rt = Runtime.build(settings, stores)
     ingest = FlowThread(
         "ingest",
         lambda: build_ingest(rt),
@@ -111,7 +116,11 @@ def main() -> int:
         print(f"memstream node: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_json)
-    serve(settings)
+    try:
+        serve(settings)
+    except ModelMismatch as exc:
+        print(f"memstream node: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

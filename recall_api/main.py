@@ -19,6 +19,7 @@ from core.settings import SettingsError, get_settings
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.services import Services
+from sinks.errors import ModelMismatch
 from sinks.stores import Stores
 
 
@@ -31,7 +32,12 @@ def main() -> int:
     setup_logging(settings.log_level, settings.log_json)
     stores = Stores.from_settings(settings)
     stores.setup()
-    services = Services.build(settings, stores)
+    try:
+        services = Services.build(settings, stores)
+    except ModelMismatch as exc:  # another embedding model made the store's vectors
+        print(f"memstream api: {exc}", file=sys.stderr)
+        stores.close()
+        return 2
     app = create_app(settings, stores, services)
     follower = follow_changes(app.state, services.cache, stores.kafka, services.memories.origin)
     try:

@@ -10,6 +10,7 @@ from sinks.changelog import ChangeLog
 from sinks.crypto import ContentCipher
 from sinks.hot_cache import HotCache
 from sinks.memory_store import MemoryStore
+from sinks.store_model import check_store_model
 from sinks.stores import Stores
 from sinks.switches import SwitchStore
 from sinks.tasks import TaskStore
@@ -31,6 +32,8 @@ class Services:
         from models.factory import build_embedder
 
         memories = MemoryStore(stores, ContentCipher.from_settings(settings))
+        embedder = embedder if embedder is not None else build_embedder(settings)
+        check_store_model(memories, embedder, settings)  # as Runtime.build: ModelMismatch
         cache = HotCache.attach(memories, settings.embedding_dim, settings.hot_cache_budget_mb)
         return cls(
             settings,
@@ -39,7 +42,7 @@ class Services:
             cache,
             TaskStore(stores.redis),
             SwitchStore(stores.clickhouse, stores.redis),
-            embedder if embedder is not None else build_embedder(settings),
+            embedder,
         )
 
     @property

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 2  # 2: memories.source_msg_ids
+SCHEMA_VERSION = 3  # 2: memories.source_msg_ids; 3: store_meta
 
 MEMORY_COLUMNS: tuple[str, ...] = (
     "memory_id", "user_id", "app_id", "session_id", "level", "ownership", "mem_type",
@@ -90,6 +90,16 @@ def clickhouse_ddl(db: str) -> list[str]:
             version UInt64
         ) ENGINE = ReplacingMergeTree(version)
         ORDER BY (user_id, app_id)""",
+        # v2 → v3: facts about the store itself, key → JSON value (the embedding model
+        # that made the vectors of a Milvus collection, a re-embed checkpoint); see
+        # sinks/store_model.py. An empty value is a deleted key.
+        f"""CREATE TABLE IF NOT EXISTS {db}.store_meta (
+            key String,
+            value String,
+            updated_at {ts},
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY key""",
         f"""CREATE TABLE IF NOT EXISTS {db}.schema_migrations (
             version UInt32,
             applied_at {ts}

@@ -2,7 +2,8 @@
 
 StoreError
 ├── StoreUnavailable   the backend did not answer (retry later; readiness is false)
-└── SchemaMismatch     the store holds a newer schema than this code knows
+├── SchemaMismatch     the store holds a newer schema than this code knows
+└── ModelMismatch      the store's vectors were made by another embedding model
 """
 
 from __future__ import annotations
@@ -18,3 +19,8 @@ class StoreUnavailable(StoreError):
 
 class SchemaMismatch(StoreError):
     """The store was migrated by a newer memstream; refuse to write to it."""
+
+
+class ModelMismatch(StoreError):
+    """The configured embedder is not the model that made the store's vectors (or a
+    re-embed is unfinished); the message names both and how to resolve it."""

@@ -10,6 +10,7 @@ from core.logs import setup_logging
 from core.settings import get_settings
 from dataflows.ingest.flow import build_flow
 from dataflows.runtime import Runtime
+from sinks.errors import ModelMismatch
 from sinks.stores import Stores
 
 _settings = get_settings()
@@ -17,4 +18,8 @@ setup_logging(_settings.log_level, _settings.log_json)
 _stores = Stores.from_settings(_settings)
 _stores.setup()
 _stores.kafka.ensure_topics()
-flow = build_flow(Runtime.build(_settings, _stores))
+try:
+    _rt = Runtime.build(_settings, _stores)
+except ModelMismatch as exc:  # another embedding model made the store's vectors
+    raise SystemExit(f"memstream ingest: {exc}") from None
+flow = build_flow(_rt)

@@ -15,6 +15,7 @@ from dataflows.lifecycle.flow import build_flow
 from dataflows.lifecycle.schedule import LifecyclePasses
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runtime import Runtime
+from sinks.errors import ModelMismatch
 from sinks.stores import Stores
 
 _settings = get_settings()
@@ -22,7 +23,10 @@ setup_logging(_settings.log_level, _settings.log_json)
 _stores = Stores.from_settings(_settings)
 _stores.setup()
 _stores.kafka.ensure_topics()
-_rt = Runtime.build(_settings, _stores)
+try:
+    _rt = Runtime.build(_settings, _stores)
+except ModelMismatch as exc:  # another embedding model made the store's vectors
+    raise SystemExit(f"memstream lifecycle: {exc}") from None
 passes = LifecyclePasses(_rt, KafkaVia(_stores))
 passes.start()
 flow = build_flow(_rt)
