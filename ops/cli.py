@@ -1,6 +1,7 @@
 """The `memstream` command line.
 
-Sub-commands: up, down, status, config show, node (foreground), sql, extract, bench.
+Sub-commands: up, down, status, config show, node (foreground), sql, extract, bench,
+lifecycle, import/export, reembed.
 Each prints what it did in plain words and exits non-zero with a reason on failure.
 """
 
@@ -114,9 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
     """Commands whose modules live beside this one; each registers its own parser."""
-    from ops import bench_cmd, extract_cmd, lifecycle_cmd, sql_cmd, transfer_cmd
+    from ops import bench_cmd, extract_cmd, lifecycle_cmd, reembed_cmd, sql_cmd, transfer_cmd
 
-    for mod in (extract_cmd, sql_cmd, bench_cmd, lifecycle_cmd, transfer_cmd):
+    for mod in (extract_cmd, sql_cmd, bench_cmd, lifecycle_cmd, transfer_cmd, reembed_cmd):
         mod.add_parser(sub)
 
 

@@ -2,11 +2,13 @@
 
 Against the session's real chDB and Milvus Lite, each test in its own ClickHouse database
 and Milvus collection (the session's store is never touched). Model A is the session's
-real embedder, model B a tiny deterministic one (tests/helpers/embedders.py).
+real embedder, model B a tiny deterministic one (tests/helpers/embedders.py). The CLI
+runs in-process on the same stores (``reembed_cmd.execute``).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from datetime import timedelta
 
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 from dataflows.runtime import Runtime
+from ops import reembed_cmd
 from recall_api.services import Services
 from schemas.enums import Status
 from sinks.clickhouse import ClickHouseStore
@@ -220,3 +223,37 @@ def test_a_model_of_another_dim_gets_the_collection_recreated(own, embedder, use
         [expected[0].tolist()], f'user_id == "{user_id}"', 1, ["memory_id"]
     )
     assert hits[0][0]["entity"]["memory_id"] == memories[0].memory_id
+
+
+def cli_args(**kw) -> argparse.Namespace:
+    return argparse.Namespace(**{"dry_run": False, "restart": False, "batch_size": 2, **kw})
+
+
+def test_memstream_reembed_dry_run_counts_then_a_run_reembeds_with_a_progress_bar(
+    own, embedder, user_id, capsys
+):
+    rt = Runtime.build(own.settings, own.stores, embedder=embedder)
+    memories = seed(rt, *every_status(user_id))
+    b = HashedWords(embedder.dim)
+
+    assert reembed_cmd.execute(own.settings, cli_args(dry_run=True), embedder=b) == 0
+    out = capsys.readouterr().out
+    assert f"recorded model:   {ModelIdentity.of(embedder)}" in out
+    assert f"configured model: {ModelIdentity.of(b)}" in out
+    assert "memories: 4 (ACTIVE 1, ARCHIVED 1, DELETED 1, SUPERSEDED 1)" in out
+    assert "to embed: 4" in out
+    assert own.model.recorded() == ModelIdentity.of(embedder)  # a dry run changes nothing
+    assert own.model.checkpoint() is None
+
+    assert reembed_cmd.execute(own.settings, cli_args(), embedder=b) == 0
+    captured = capsys.readouterr()
+    assert "re-embedded 4 memories" in captured.out
+    assert "re-embedding" in captured.err and "4/4" in captured.err  # the tqdm bar
+    assert own.model.recorded() == ModelIdentity.of(b)
+    ids = [m.memory_id for m in memories]
+    np.testing.assert_allclose(
+        stored_vectors(own, ids), b.embed([m.content for m in memories]), atol=1e-6
+    )
+
+    assert reembed_cmd.execute(own.settings, cli_args(), embedder=b) == 0
+    assert "nothing to do" in capsys.readouterr().out
