@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from core.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from sinks.memory_store import MemoryStore
     from sinks.reembed import ReembedPlan
 
 BATCH = 256  # memories per page: one read, one embed call, one Milvus upsert
@@ -120,7 +121,7 @@ def execute(settings: Settings, args: argparse.Namespace, embedder: Any = None) 
         stores.clickhouse.close()
 
 
-def _carry_out(memories: Any, embedder: Any, plan: ReembedPlan, batch_size: int) -> int:
+def _carry_out(memories: MemoryStore, embedder: Any, plan: ReembedPlan, batch_size: int) -> int:
     from tqdm import tqdm
 
     from sinks.reembed import run_reembed

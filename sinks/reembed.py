@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from schemas.memory import MemoryRecord
 from sinks.memory_store import MemoryStore, milvus_row
 from sinks.store_model import Checkpoint, ModelIdentity, StoreModel
 
@@ -142,7 +143,7 @@ def _recreate_collection(memories: MemoryStore, dim: int) -> None:
     mv.setup()  # creates the collection with ``dim`` and loads it
 
 
-def _page(memories: MemoryStore, after: tuple[int, str] | None, limit: int) -> list[Any]:
+def _page(memories: MemoryStore, after: tuple[int, str] | None, limit: int) -> list[MemoryRecord]:
     """The next ``limit`` memories after ``after`` in key order, decrypted."""
     ch = memories.stores.clickhouse
     keyset = "" if after is None else "WHERE (user_id, memory_id) > ({lu:UInt64}, {lm:String}) "
