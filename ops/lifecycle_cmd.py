@@ -115,12 +115,16 @@ def run_direct(
     from dataflows.lifecycle.scan import run_pass
     from dataflows.lifecycle.submit import DirectVia
     from dataflows.runtime import Runtime
+    from sinks.store_model import check_store_model
     from sinks.stores import Stores
 
     stores = Stores.from_settings(settings)
     stores.setup()
     try:
-        rt = Runtime.build(settings, stores, embedder=embedder or _LazyEmbedder(settings))
+        lazy = _LazyEmbedder(settings) if embedder is None else None
+        rt = Runtime.build(settings, stores, embedder=embedder or lazy)
+        if lazy is not None:  # checked when built: never repair with another model's vectors
+            lazy.check = lambda model: check_store_model(rt.memories, model, settings)
         grace = RECONCILE_GRACE_S if reconcile_grace_s is None else reconcile_grace_s
         return run_pass(rt, now, DirectVia(rt), users=users, reconcile_grace_s=grace)
     finally:
@@ -132,11 +136,15 @@ class _LazyEmbedder:
 
     def __init__(self, settings: Settings):
         self.settings = settings
+        self.check: Any = None  # the store-model check, run on the model once built
         self._inner: Any = None
 
     def embed(self, texts: list[str]) -> Any:
         if self._inner is None:
             from models.factory import build_embedder
 
-            self._inner = build_embedder(self.settings)
+            model = build_embedder(self.settings)
+            if self.check is not None:
+                self.check(model)  # ModelMismatch: the pass stops, nothing written
+            self._inner = model
         return self._inner.embed(texts)
