@@ -149,6 +149,13 @@ class Settings(BaseSettings):
     overfetch_min: int = Field(60, ge=1)
     min_relevance: float = Field(0.3, ge=0, le=1)
     rank_relevance_weight: float = Field(0.7, ge=0, le=1)
+    # How relevance fuses the dense and lexical channels (core.ranking): hybrid (both),
+    # or one channel alone (what bench quality compares the hybrid with).
+    recall_fusion: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    # Knots (lo, cut, hi) of the dense calibration, in cosine-above-background units
+    # (core.calibration): relevance 0, 0.3, 1. None = the table entry for the embedder
+    # (or the generic one). Fit one with `python -m ops.quality_calibrate`.
+    dense_calibration: tuple[float, float, float] | None = None
     default_top_k: int = Field(10, ge=1, le=200)
     recall_timeout_ms: int = Field(500, ge=1, le=60000)
     hot_cache_budget_mb: int = Field(512, ge=1)
@@ -248,6 +255,9 @@ class Settings(BaseSettings):
             raise ValueError("embedding_base_url: required when embedding_provider is openai")
         if self.consolidation_low_water_ratio > self.consolidation_high_water_ratio:
             raise ValueError("consolidation_low_water_ratio: must not exceed the high-water ratio")
+        knots = self.dense_calibration
+        if knots is not None and not knots[0] < knots[1] < knots[2]:
+            raise ValueError("dense_calibration: must be [lo, cut, hi] with lo < cut < hi")
         if self.consolidation_min_cluster > self.consolidation_max_cluster:
             raise ValueError("consolidation_min_cluster: must not exceed consolidation_max_cluster")
         return self

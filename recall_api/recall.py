@@ -15,12 +15,13 @@ Two paths, one predicate (``core.scope``), one ranking (``core.ranking``):
   A failed hot-cache load does not fall back to the cold path (it needs the same stores);
   it counts for the breaker and answers 50401.
 
-Relevance in [0, 1]: ``max(f·max(0, cos), lexical)`` (``core.ranking.fuse``), lexical =
-BM25 query coverage, ``f = min(latin(query), latin(memory))`` with ``latin`` the share of
-letters/digits in Latin script — only when the embedding model is English-only (MiniLM /
-MPNet, not "multilingual"). Such a model reads Chinese as ``[UNK]`` runs whose cosines
-are high and meaningless; with ``f`` Chinese text is ranked by the jieba lexical channel.
-Then ``final = W·relevance + (1−W)·weight_now`` (weight decayed lazily at request time),
+Relevance in [0, 1] (``core.ranking.fuse`` by ``recall_fusion``, default hybrid
+``d + l − d·l``): ``l`` = BM25 query coverage, ``d`` = the cosine calibrated for the
+embedder (``core.calibration``; ``REFERENCE`` is embedded once here), times
+``min(latin(query), latin(memory))`` for an English-only model (Chinese is ``[UNK]`` to
+it). On the hot path a lexical-only candidate gets its cosine too (a dot product);
+``dense`` / ``lexical`` fusion search one channel only (lexical: no query embedding). Then
+``final = W·relevance + (1−W)·weight_now`` (weight decayed lazily at request time),
 threshold ``min_relevance``, top_k.
 
 Timeout: ``timeout_ms`` bounds the whole request, queueing included — the work runs on
@@ -36,7 +37,6 @@ master switch off answers 40301 with ``data = {hit: false, memories: []}``.
 from __future__ import annotations
 
 import asyncio
-import functools
 import sys
 import threading
 import time
@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from core.calibration import REFERENCE, background, calibration_for
 from core.ranking import Candidate, Ranked, overfetch_for, rank_with
 from core.scope import RecallPredicate, ScopeError, ScopeRequest, resolve_scope
 from core.settings import Settings
@@ -62,7 +63,7 @@ from schemas.memory import MemoryRecord
 
 SWITCH_INTERVAL_S = 0.0005
 EMPTY: dict[str, Any] = {"hit": False, "memories": []}
-Gathered = tuple[dict[str, MemoryRecord], dict[str, float], dict[str, float]]
+Gathered = tuple[dict[str, MemoryRecord], dict[str, float], dict[str, float]]  # recs, cos, lex
 Hit = tuple[MemoryRecord, Ranked]  # the record and the numbers that placed it
 
 
@@ -83,7 +84,9 @@ class Recaller:
         self.cold = ColdRecords(svc.memories, svc.settings.hot_cache_budget_mb * 1024 * 1024 // 4)
         svc.memories.subscribe(self.cold.apply)
         self.hits = HitPublisher(svc.stores.kafka)
-        self.english_only = english_only_model(str(getattr(svc.embedder, "name", "")))
+        name = str(getattr(svc.embedder, "name", ""))
+        self.calibration = calibration_for(name, svc.settings.dense_calibration)
+        self._reference = np.asarray(svc.embedder.embed(list(REFERENCE)), dtype=np.float32)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="recall")
         # The event loop, the recall workers and the embedding thread hand the GIL to
         # each other on every request; with CPython's default 5 ms switch interval a
@@ -114,51 +117,73 @@ class Recaller:
         pred = resolve_scope(p.scope, self.svc.switches.get(p.scope.user_id))
         if pred.is_empty:
             return []
-        try:
-            qvec = self.batcher.embed(p.query, timeout=max(call.remaining(), 0.0))
-        except TimeoutError:
-            raise RecallTimeout("query embedding did not finish in time") from None
-        call.check()
         s = self.svc.settings.for_app(p.scope.app_id)
+        qvec = None
+        if s.recall_fusion != "lexical":
+            try:
+                qvec = self.batcher.embed(p.query, timeout=max(call.remaining(), 0.0))
+            except TimeoutError:
+                raise RecallTimeout("query embedding did not finish in time") from None
+            call.check()
         limit = overfetch_for(p.top_k, s)
         if p.scope.include_archived or p.scope.as_of is not None:
-            gathered = self._cold(p, pred, qvec, limit, call)
+            gathered = self._cold(p, s, pred, qvec, limit, call)
         else:
-            gathered = self._hot(p, pred, qvec, limit, call)
+            gathered = self._hot(p, s, pred, qvec, limit, call)
         call.check()
-        return self._rank(p, s, *gathered)
+        return self._rank(p, s, qvec, *gathered)
 
     def _hot(
-        self, p: RecallParams, pred: RecallPredicate, qvec: np.ndarray, limit: int, call: Deadline
+        self,
+        p: RecallParams,
+        s: Settings,
+        pred: RecallPredicate,
+        qvec: np.ndarray | None,
+        limit: int,
+        call: Deadline,
     ) -> Gathered:
         user = p.scope.user_id
         idx = self.svc.cache.peek(user)  # (an empty UserIndex is falsy: test for None)
         if idx is None:
             idx = self.breaker.call(call, self.svc.cache.get, user)
         call.check()
+        dense: dict[str, float] = {}
+        lexical: dict[str, float] = {}
         with idx.lock:
-            dense = dict(idx.dense(qvec, limit, keep=pred.matches))
-            lexical = dict(idx.lexical(p.query, limit, keep=pred.matches))
+            if qvec is not None:
+                dense = dict(idx.dense(qvec, limit, keep=pred.matches))
+            if s.recall_fusion != "dense":
+                lexical = dict(idx.lexical(p.query, limit, keep=pred.matches))
+            if qvec is not None and s.recall_fusion == "hybrid":
+                dense.update(idx.cosine(qvec, [m for m in lexical if m not in dense]))
             records = {mid: idx.records[mid] for mid in dense.keys() | lexical.keys()}
         return records, dense, lexical
 
     def _cold(
-        self, p: RecallParams, pred: RecallPredicate, qvec: np.ndarray, limit: int, call: Deadline
+        self,
+        p: RecallParams,
+        s: Settings,
+        pred: RecallPredicate,
+        qvec: np.ndarray | None,
+        limit: int,
+        call: Deadline,
     ) -> Gathered:
         user = p.scope.user_id
         entry = self.cold.peek(user)
         if entry is None:
             entry = self.breaker.call(call, self.cold.get, user)
         call.check()
-        found = self.breaker.call(
-            call,
-            self.svc.stores.milvus.search,
-            [qvec.tolist()],
-            pred.milvus_expr(),
-            limit,
-            ["memory_id"],
-            max(call.remaining(), 0.001),
-        )
+        found = None
+        if qvec is not None:
+            found = self.breaker.call(
+                call,
+                self.svc.stores.milvus.search,
+                [qvec.tolist()],
+                pred.milvus_expr(),
+                limit,
+                ["memory_id"],
+                max(call.remaining(), 0.001),
+            )
         hits = found[0] if found else []
         with entry.lock:
             dense: dict[str, float] = {}
@@ -168,9 +193,8 @@ class Recaller:
                 if rec is not None and pred.matches(rec):
                     dense[mid] = float(h["distance"])
             lexical: dict[str, float] = {}
-            for mid, score in sorted(
-                entry.lexical.normalized(p.query).items(), key=lambda kv: -kv[1]
-            ):
+            scored = entry.lexical.normalized(p.query) if s.recall_fusion != "dense" else {}
+            for mid, score in sorted(scored.items(), key=lambda kv: -kv[1]):
                 if len(lexical) == limit:
                     break
                 if pred.matches(entry.records[mid]):
@@ -182,17 +206,19 @@ class Recaller:
         self,
         p: RecallParams,
         s: Settings,
+        qvec: np.ndarray | None,
         records: dict[str, MemoryRecord],
         dense: dict[str, float],
         lexical: dict[str, float],
     ) -> list[Hit]:
         now = datetime.now(UTC)
-        q_latin = latin_share(p.query) if self.english_only else 1.0
+        bg = background(self._reference @ qvec) if qvec is not None else None
         cands = []
         for mid, rec in records.items():
             cos = dense.get(mid)
-            if cos is not None and self.english_only:
-                cos *= min(q_latin, latin_share(rec.content))
+            rel = None
+            if cos is not None and bg is not None:
+                rel = self.calibration.of(cos, bg, rec.content, p.query)
             w = weight_now(
                 rec.weight,
                 rec.weight_at,
@@ -202,26 +228,9 @@ class Recaller:
                 ownership=rec.ownership,
                 custom_tags=rec.custom_tags,
             )
-            cands.append(Candidate(mid, w, cos, lexical.get(mid)))
+            cands.append(Candidate(mid, w, rel, lexical.get(mid)))
         extra = {} if p.min_relevance is None else {"min_relevance": p.min_relevance}
         return [(records[r.memory_id], r) for r in rank_with(cands, p.top_k, s, **extra)]
-
-
-def english_only_model(name: str) -> bool:
-    """True for the English sentence-transformers families (the MiniLM default)."""
-    n = name.lower()
-    return "multilingual" not in n and any(m in n for m in ("minilm", "mpnet"))
-
-
-@functools.lru_cache(maxsize=65536)
-def latin_share(text: str) -> float:
-    """Share of letters and digits in Latin script (1.0 when the text has none)."""
-    total = latin = 0
-    for ch in text:
-        if ch.isalnum():
-            total += 1
-            latin += ch < "\u0250"
-    return 1.0 if total == 0 else latin / total
 
 
 _create_lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""Over-fetch size, channel fusion, relevance threshold and final scores."""
+"""Over-fetch size, channel fusion, relevance threshold and final scores (hand-computed)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import pytest
 
 from core.ranking import (
     Candidate,
-    dense_relevance,
     final_score,
     fuse,
     overfetch_for,
@@ -30,19 +29,30 @@ def test_overfetch_refuses_top_k_zero():
         overfetch_size(0, 4, 60)
 
 
-def test_dense_cosine_maps_to_unit_interval():
-    assert dense_relevance(-0.4) == 0.0
-    assert dense_relevance(0.42) == 0.42
-    assert dense_relevance(1.0000001) == 1.0
-    assert dense_relevance(None) == 0.0
-
-
-def test_fusion_takes_the_stronger_channel():
-    assert fuse(0.42, 0.9) == 0.9
-    assert fuse(0.42, None) == 0.42
+def test_hybrid_fusion_is_the_probabilistic_or_of_the_channels():
+    assert fuse(0.6, 0.5) == pytest.approx(0.8)  # 0.6 + 0.5 − 0.30
+    assert fuse(0.3, 0.2) == pytest.approx(0.44)  # 0.3 + 0.2 − 0.06
+    assert fuse(0.42, None) == pytest.approx(0.42)  # one channel alone keeps its value
     assert fuse(None, 1.0) == 1.0
-    assert fuse(0.42, 0.9, lexical_weight=0.5) == pytest.approx(0.45)
-    assert fuse(-0.2, 0.1) == pytest.approx(0.1)  # two weak signals stay weak
+    assert fuse(1.0, 1.0) == 1.0 and fuse(0.0, 0.0) == 0.0
+    assert fuse(None, None) == 0.0
+    assert fuse(1.2, -0.1) == 1.0  # out-of-range inputs are clamped first
+
+
+def test_hybrid_is_never_below_either_channel_and_rewards_agreement():
+    for d in (0.0, 0.1, 0.3, 0.55, 0.9, 1.0):
+        for lex in (0.0, 0.2, 0.3, 0.7, 1.0):
+            assert fuse(d, lex) >= max(d, lex) - 1e-12
+    # both channels at 0.5 beat the dense channel alone at 0.7
+    assert fuse(0.5, 0.5) == pytest.approx(0.75) and fuse(0.5, 0.5) > fuse(0.7, None)
+
+
+def test_single_channel_modes_ignore_the_other_channel():
+    assert fuse(0.6, 0.5, "dense") == 0.6
+    assert fuse(0.6, 0.5, "lexical") == 0.5
+    assert fuse(None, 0.9, "dense") == 0.0
+    with pytest.raises(ValueError):
+        fuse(0.1, 0.1, "max")  # type: ignore[arg-type]
 
 
 def test_final_score_is_07_relevance_plus_03_weight():
@@ -53,14 +63,15 @@ def test_rank_filters_scores_and_orders():
     cands = [
         Candidate("A", weight_now=0.5, dense=0.8),  # 0.7·0.8 + 0.3·0.5 = 0.71
         Candidate("B", weight_now=0.9, dense=0.6),  # 0.42 + 0.27 = 0.69
-        Candidate("C", weight_now=1.0, dense=0.29, lexical=0.2),  # relevance 0.29: dropped
+        Candidate("C", weight_now=1.0, dense=0.1, lexical=0.15),  # 0.235 < 0.3: dropped
         Candidate("D", weight_now=0.1, dense=0.05, lexical=1.0),  # 0.70 + 0.03 = 0.73
-        Candidate("E", weight_now=0.8, dense=-0.7),  # relevance 0: dropped
+        Candidate("E", weight_now=0.8, dense=0.0),  # relevance 0: dropped
+        Candidate("F", weight_now=0.2, dense=0.2, lexical=0.2),  # 0.36: 0.252 + 0.06 = 0.312
     ]
     out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
-    assert [r.memory_id for r in out] == ["D", "A", "B"]
-    assert [r.score for r in out] == pytest.approx([0.73, 0.71, 0.69])
-    assert [r.relevance for r in out] == pytest.approx([1.0, 0.8, 0.6])
+    assert [r.memory_id for r in out] == ["D", "A", "B", "F"]
+    assert [r.score for r in out] == pytest.approx([0.73, 0.71, 0.69, 0.312])
+    assert [r.relevance for r in out] == pytest.approx([1.0, 0.8, 0.6, 0.36])
     assert [r.memory_id for r in rank(cands, 2, min_relevance=0.3, relevance_weight=0.7)] == [
         "D",
         "A",
@@ -95,11 +106,31 @@ def test_a_memory_offered_by_both_channels_is_merged():
     ]
     out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
     assert len(out) == 1
-    assert out[0].relevance == pytest.approx(0.6)
-    assert out[0].score == pytest.approx(0.7 * 0.6 + 0.3 * 0.4)
+    assert out[0].relevance == pytest.approx(0.74)  # 0.35 + 0.6 − 0.21
+    assert out[0].score == pytest.approx(0.7 * 0.74 + 0.3 * 0.4)
+
+
+def test_agreement_of_both_channels_outranks_one_strong_channel():
+    cands = [
+        Candidate("both", weight_now=0.6, dense=0.5, lexical=0.5),  # 0.75
+        Candidate("dense", weight_now=0.6, dense=0.7),
+        Candidate("lexical", weight_now=0.6, lexical=0.7),
+    ]
+    out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
+    assert [r.memory_id for r in out] == ["both", "dense", "lexical"]
+    out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7, fusion="dense")
+    assert [r.memory_id for r in out] == ["dense", "both"]
 
 
 def test_rank_with_uses_settings_and_a_request_override():
     cands = [Candidate("a", weight_now=0.5, dense=0.35), Candidate("b", weight_now=0.5, dense=0.5)]
     assert [r.memory_id for r in rank_with(cands, 10, S)] == ["b", "a"]
     assert [r.memory_id for r in rank_with(cands, 10, S, min_relevance=0.4)] == ["b"]
+
+
+def test_rank_with_takes_the_fusion_mode_from_settings():
+    cands = [Candidate("a", weight_now=0.5, dense=0.6, lexical=0.1)]
+    lexical = Settings.model_construct(recall_fusion="lexical")
+    assert rank_with(cands, 10, lexical) == []  # 0.1 < 0.3
+    (hit,) = rank_with(cands, 10, S)
+    assert hit.relevance == pytest.approx(0.64)
