@@ -9,10 +9,13 @@ DESIGN §7 applies) to the ingest flow running in-process; answers come through
 
 Recall asks ``top_k=10`` with ``min_relevance=0``: the bench measures the ranking, not
 the threshold; a second pass at the configured ``min_relevance`` reports how much the
-threshold drops. Deleted questions come last: the bench deletes (``POST
-/memory/v1/delete``) every memory whose sources hold the turn, then asks. The same
-questions go to two raw-turn baselines (``ops.quality_baselines``); the scores are
-``ops.quality_metrics``.
+threshold drops. The questions are asked once per fusion mode of ``core.ranking`` —
+the configured one (``memstream``, hybrid by default) and the others (``modes``: each
+channel alone) — over the same ingested store: between passes the bench switches
+``recall_fusion`` on the in-process ``Services`` (the API has no such knob). Deleted
+questions come last: the bench deletes (``POST /memory/v1/delete``) every memory
+whose sources hold the turn, then asks. The same questions go to two raw-turn
+baselines (``ops.quality_baselines``); the scores are ``ops.quality_metrics``.
 """
 
 from __future__ import annotations
@@ -20,24 +23,19 @@ from __future__ import annotations
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 from core.settings import Settings
 from ops import quality_baselines, quality_metrics
 from ops.bench_env import BenchStack, bench_stack, percentiles
 from ops.bench_ingest import send_events, start_ingest, wait_done
-from ops.bench_recall import serve_api
+from ops.quality_ask import APP, TOP_K, answer_all, sources
 from ops.quality_baselines import Answer
-from ops.quality_data import TYPES, Dataset, Question, generate
+from ops.quality_data import TYPES, Dataset, generate
 from schemas.enums import Status
 
-APP = "bench"
-TOP_K = 10
 LIFTED = 1_000_000  # "lifted": nothing is evicted or consolidated
 
 
@@ -52,43 +50,6 @@ def capacity_overrides(capacity: str) -> dict[str, int]:
     if capacity == "lifted":
         return {"capacity_per_app": LIFTED, "capacity_global": LIFTED, "capacity_total": LIFTED}
     return {"capacity_per_app": int(capacity)}
-
-
-def sources(record: Any) -> list[str]:
-    """A stored memory's source msg_ids (``source_msg_ids``, else ``source_msg_id``)."""
-    ids = list(getattr(record, "source_msg_ids", None) or [])
-    if record.source_msg_id and record.source_msg_id not in ids:
-        ids.insert(0, record.source_msg_id)
-    return ids
-
-
-def _ask(client: httpx.Client, url: str, q: Question, min_relevance: float | None) -> Answer:
-    body: dict[str, Any] = {"user_id": q.user_id, "query": q.query, "top_k": TOP_K,
-                            "scope": {"include_global": True, "app_id": APP}}  # fmt: skip
-    if min_relevance is not None:
-        body["min_relevance"] = min_relevance
-    started = time.perf_counter()
-    reply = client.post(url, json=body).json()
-    ms = (time.perf_counter() - started) * 1000
-    items = (reply.get("data") or {}).get("memories") or []
-    ranked = [[m for m in (i["source"].get("msg_ids") or [i["source"].get("msg_id")]) if m]
-              for i in items]  # a recalled item's source turns  # fmt: skip
-    contents = [i["content"] for i in items]
-    return Answer(ranked, contents, ms, int(reply.get("code", -1)))
-
-
-def _delete(client: httpx.Client, base: str, data: Dataset, stored: dict) -> dict[str, int]:
-    """Delete, through the API, every memory that came from a deleted question's turn."""
-    jobs, turns = [], 0
-    for q in data.questions():
-        if q.type == "deleted":
-            mine = [r for r in stored[q.user_id] if q.evidence[0] in sources(r)]
-            mine = [r for r in mine if r.status is not Status.DELETED]
-            turns += bool(mine)
-            jobs += [{"user_id": q.user_id, "memory_id": r.memory_id} for r in mine]
-    with ThreadPoolExecutor(8) as pool:
-        codes = list(pool.map(lambda b: client.post(f"{base}/delete", json=b).json(), jobs))
-    return {"turns_with_memories": turns, "memories": sum(1 for c in codes if c.get("code") == 0)}
 
 
 def _ingest(env: BenchStack, data: Dataset) -> dict[str, Any]:
@@ -127,28 +88,6 @@ def _system(data: Dataset, answers: dict[str, Answer]) -> dict[str, Any]:
     return out
 
 
-def _answer(
-    env: BenchStack, data: Dataset, stored: dict
-) -> tuple[dict[str, Answer], dict[str, Answer], dict[str, int]]:
-    """Ask through the API: every question but the deleted ones at min_relevance 0 and
-    at the default; then delete and ask the deleted ones. Returns both answer sets (the
-    first with the deleted questions) and what was deleted."""
-    asked = [q for q in data.questions() if q.type != "deleted"]
-    _app, server, thread, url = serve_api(env)
-    try:
-        with httpx.Client(timeout=60) as client:
-            ours = {q.qid: _ask(client, url, q, 0.0) for q in asked}
-            at_default = {q.qid: _ask(client, url, q, None) for q in asked}
-            deleted = _delete(client, url.rsplit("/", 1)[0], data, stored)
-            for q in data.questions():
-                if q.type == "deleted":
-                    ours[q.qid] = _ask(client, url, q, 0.0)
-    finally:
-        server.should_exit = True
-        thread.join(15)
-    return ours, at_default, deleted
-
-
 def _memstream(data: Dataset, answers: dict[str, Answer], stored: dict) -> dict[str, Any]:
     """memstream's metrics plus what the store kept: a turn is kept when a memory (an
     ACTIVE one; or one of any status) names it among its sources."""
@@ -185,7 +124,7 @@ def bench_quality(
             ingest = _ingest(env, data)
             _say(f"ingested in {ingest['seconds']} s; asking {len(questions)} questions")
             stored = {u.user_id: env.runtime.memories.load(u.user_id) for u in data.users}
-            ours, at_default, deleted = _answer(env, data, stored)
+            by_mode, at_default, deleted = answer_all(env, data, stored)
         finally:
             flow.stop()
         _say("raw-turn baselines (bm25, dense)")
@@ -194,8 +133,11 @@ def bench_quality(
         base["dense"] = quality_baselines.dense(data, env.runtime.embedder)
         baseline_s = time.monotonic() - started
         s = env.settings
+    fusion, *others = list(by_mode)
+    ours = by_mode[fusion]
     memstream = _memstream(data, ours, stored)
     memstream["deleted"] = deleted
+    modes = {f"memstream_{m}": _system(data, by_mode[m]) for m in others}
     default_min = _system(data, at_default)
     memstream["at_default_min_relevance"] = {
         "min_relevance": s.min_relevance,
@@ -209,7 +151,7 @@ def bench_quality(
         "bench": "quality",
         "config": {
             "users": users, "sessions": sessions, "seed": seed, "lang": lang,
-            "capacity": capacity, "capacity_per_app": s.capacity_per_app,
+            "capacity": capacity, "capacity_per_app": s.capacity_per_app, "fusion": fusion,
             "capacity_global": s.capacity_global, "capacity_total": s.capacity_total,
             "app_id": APP, "top_k": TOP_K, "min_relevance": 0.0,
             "embedder": env.runtime.embedder.name, "llm": env.runtime.llm.name,
@@ -218,14 +160,16 @@ def bench_quality(
         },
         "ingest": ingest,
         "memstream": memstream,
+        "modes": modes,
         "baselines": {**baselines, "seconds": round(baseline_s, 1)},
         "ratios": {
             name: quality_metrics.ratios({k: memstream[k] for k in keys}, {k: b[k] for k in keys})
-            for name, b in baselines.items()
+            for name, b in {**modes, **baselines}.items()
         },
         "questions": quality_metrics.first_ranks(data.questions(), {
             name: {qid: a.ranked for qid, a in answers.items()}
-            for name, answers in {"memstream": ours, **base}.items()}),
+            for name, answers in {"memstream": ours, **{f"memstream_{m}": by_mode[m]
+                                  for m in others}, **base}.items()}),
     }  # fmt: skip
 
 

@@ -9,6 +9,11 @@ from ops.quality_data import TYPES
 COLS = ("recall@1", "recall@5", "recall@10", "hit@10")
 
 
+def label(name: str) -> str:
+    """Column label of a system: memstream's single-channel modes as "ms dense"/"ms lex"."""
+    return "ms " + name.removeprefix("memstream_")[:5] if name.startswith("memstream_") else name
+
+
 def _f(value: Any, width: int = 6) -> str:
     if value is None:
         return "-".rjust(width)
@@ -28,7 +33,8 @@ def _row(label: str, ms: dict, base: dict[str, dict]) -> str:
 
 def table(result: dict[str, Any]) -> str:
     c, ing, ms = result["config"], result["ingest"], result["memstream"]
-    base = {k: v for k, v in result["baselines"].items() if isinstance(v, dict)}
+    raw = {k: v for k, v in result["baselines"].items() if isinstance(v, dict)}
+    base = {label(k): v for k, v in {**result.get("modes", {}), **raw}.items()}
     kept, anyk = ms["turns_kept"]["active"], ms["turns_kept"]["any_status"]
     lines = [
         f"bench quality: {c['users']} users x {c['sessions']} sessions (lang {c['lang']}), "
@@ -40,11 +46,11 @@ def table(result: dict[str, Any]) -> str:
         f"kept: content turns {_f(kept['content'])} (any status {_f(anyk['content'])}), "
         f"chit-chat {_f(kept['chit'])} (any status {_f(anyk['chit'])})",
         f"recalled text: {ms['recalled_chars_mean']} chars per top 10 (bm25 "
-        f"{base['bm25']['recalled_chars_mean']}, dense {base['dense']['recalled_chars_mean']}); "
+        f"{raw['bm25']['recalled_chars_mean']}, dense {raw['dense']['recalled_chars_mean']}); "
         f"recall p50 {ms['recall_ms']['p50']} ms, p99 {ms['recall_ms']['p99']} ms",
         "",
         " ".join(
-            ["".ljust(21), "memstream".center(27)]
+            ["".ljust(21), f"memstream ({c.get('fusion', 'hybrid')})".center(27)]
             + [" |" + n.center(12) for n in base]
             + [" r@10 ratio to"]
         ),

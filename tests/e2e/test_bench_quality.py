@@ -36,7 +36,10 @@ def test_a_tiny_run_writes_every_section(tmp_path: Path) -> None:
     assert result["ingest"]["tasks"] == 4 and result["ingest"]["missing_tasks"] == 0
 
     ms = result["memstream"]
-    for system in (ms, result["baselines"]["bm25"], result["baselines"]["dense"]):
+    assert config["fusion"] == "hybrid"
+    modes = result["modes"]  # memstream's single-channel modes, asked over the same store
+    assert set(modes) == {"memstream_dense", "memstream_lexical"}
+    for system in (ms, *modes.values(), result["baselines"]["bm25"], result["baselines"]["dense"]):
         assert set(SYSTEM) <= set(system)
         assert set(system["by_type"]) == set(TYPES)
         assert set(system["by_lang"]) == {"en", "zh"}
@@ -49,7 +52,7 @@ def test_a_tiny_run_writes_every_section(tmp_path: Path) -> None:
     assert ms["failed_recalls"] == {}
     assert set(ms["turns_kept"]["active"]) == {"content", "chit"}
     assert {"overall", "by_type", "min_relevance"} <= set(ms["at_default_min_relevance"])
-    for name in ("bm25", "dense"):
+    for name in ("bm25", "dense", "memstream_dense", "memstream_lexical"):
         assert set(result["ratios"][name]) == {"overall", "by_type", "by_lang"}
         assert "recall@10" in result["ratios"][name]["overall"]
 

@@ -1,0 +1,100 @@
+"""How ``bench quality`` asks: through ``POST /memory/v1/recall`` over HTTP (uvicorn
+in-process, as in the node), once per fusion mode of ``core.ranking``.
+
+Between passes the bench sets ``recall_fusion`` on the in-process ``Services`` that the
+API serves from (the public API has no such knob), so the three modes answer over the
+same ingested store. Deleted questions are asked after ``delete_sources`` removed,
+through the API, every memory whose sources hold the deleted turn.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from core.ranking import FUSIONS
+from ops.bench_env import BenchStack
+from ops.bench_recall import serve_api
+from ops.quality_baselines import Answer
+from ops.quality_data import Dataset, Question
+from schemas.enums import Status
+
+APP = "bench"
+TOP_K = 10
+
+
+def sources(record: Any) -> list[str]:
+    """A stored memory's source msg_ids (``source_msg_ids``, else ``source_msg_id``)."""
+    ids = list(getattr(record, "source_msg_ids", None) or [])
+    if record.source_msg_id and record.source_msg_id not in ids:
+        ids.insert(0, record.source_msg_id)
+    return ids
+
+
+def ask(client: httpx.Client, url: str, q: Question, min_relevance: float | None) -> Answer:
+    body: dict[str, Any] = {"user_id": q.user_id, "query": q.query, "top_k": TOP_K,
+                            "scope": {"include_global": True, "app_id": APP}}  # fmt: skip
+    if min_relevance is not None:
+        body["min_relevance"] = min_relevance
+    started = time.perf_counter()
+    reply = client.post(url, json=body).json()
+    ms = (time.perf_counter() - started) * 1000
+    items = (reply.get("data") or {}).get("memories") or []
+    ranked = [[m for m in (i["source"].get("msg_ids") or [i["source"].get("msg_id")]) if m]
+              for i in items]  # a recalled item's source turns  # fmt: skip
+    contents = [i["content"] for i in items]
+    return Answer(ranked, contents, ms, int(reply.get("code", -1)))
+
+
+def delete_sources(client: httpx.Client, base: str, data: Dataset, stored: dict) -> dict[str, int]:
+    """Delete, through the API, every memory that came from a deleted question's turn."""
+    jobs, turns = [], 0
+    for q in data.questions():
+        if q.type == "deleted":
+            mine = [r for r in stored[q.user_id] if q.evidence[0] in sources(r)]
+            mine = [r for r in mine if r.status is not Status.DELETED]
+            turns += bool(mine)
+            jobs += [{"user_id": q.user_id, "memory_id": r.memory_id} for r in mine]
+    with ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(lambda b: client.post(f"{base}/delete", json=b).json(), jobs))
+    return {"turns_with_memories": turns, "memories": sum(1 for c in codes if c.get("code") == 0)}
+
+
+def modes(configured: str) -> list[str]:
+    """The configured fusion first, then the others."""
+    return [configured] + [m for m in FUSIONS if m != configured]
+
+
+def answer_all(
+    env: BenchStack, data: Dataset, stored: dict
+) -> tuple[dict[str, dict[str, Answer]], dict[str, Answer], dict[str, int]]:
+    """Ask through the API, once per fusion mode: every question but the deleted ones at
+    min_relevance 0 (the configured mode also at the default); then delete and ask the
+    deleted ones. Returns the answers per mode (configured first), the configured mode's
+    answers at the default min_relevance, and what was deleted."""
+    asked = [q for q in data.questions() if q.type != "deleted"]
+    app, server, thread, url = serve_api(env)
+    services, base = app.state.services, env.settings
+    order = modes(base.recall_fusion)
+    ours: dict[str, dict[str, Answer]] = {}
+    try:
+        with httpx.Client(timeout=60) as client:
+            for mode in order:
+                services.settings = base.model_copy(update={"recall_fusion": mode})
+                ours[mode] = {q.qid: ask(client, url, q, 0.0) for q in asked}
+            services.settings = base
+            at_default = {q.qid: ask(client, url, q, None) for q in asked}
+            deleted = delete_sources(client, url.rsplit("/", 1)[0], data, stored)
+            for mode in order:
+                services.settings = base.model_copy(update={"recall_fusion": mode})
+                for q in data.questions():
+                    if q.type == "deleted":
+                        ours[mode][q.qid] = ask(client, url, q, 0.0)
+    finally:
+        services.settings = base
+        server.should_exit = True
+        thread.join(15)
+    return ours, at_default, deleted
