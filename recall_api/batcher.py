@@ -7,7 +7,9 @@ by one worker thread. At low load a query waits at most ``window_ms``.
 
 Repeated queries never reach the queue: a small LRU in front of it answers them in
 microseconds on the caller's thread (agents ask the same things often). A batch of one
-goes through ``embedder.embed_query`` so the embedder's own LRU stays warm as well.
+goes through ``embedder.embed_query`` so the embedder's own LRU stays warm as well;
+larger ones through ``embedder.embed_queries`` (both the model's query form: e5 embeds a
+question with ``query:``, a stored text with ``passage:``).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ class QueryBatcher:
                 if len(texts) == 1:
                     vectors = np.asarray(self.embedder.embed_query(texts[0]))[None, :]
                 else:
-                    vectors = np.asarray(self.embedder.embed(texts))
+                    vectors = np.asarray(self.embedder.embed_queries(texts))
             except Exception as exc:  # every waiter learns why; the thread lives on
                 for _, fut in batch:
                     if not fut.done():

@@ -4,6 +4,12 @@ A provider implements one hook, ``_embed_batch``; the base sorts texts by length
 padding per batch), cuts batches, L2-normalizes, checks the dimension and keeps a small
 thread-safe LRU cache for repeated query strings (recall sees the same queries often).
 Vectors are float32 with unit norm, so cosine similarity is a dot product downstream.
+
+Asymmetric models (e5) embed a question and a stored text differently: ``embed`` is
+for what is stored and compared with stored texts (facts, turns, merged memories),
+``embed_queries`` / ``embed_query`` for recall questions. A model's
+``passage_prefix`` / ``query_prefix`` are prepended to the texts; both are empty for
+symmetric models, where the two forms are the same call.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from models.errors import MalformedOutput
 
 class Embedder(ABC):
     """Turns texts into a float32 matrix of unit-norm rows; safe to call from many threads."""
+
+    passage_prefix = ""
+    query_prefix = ""
 
     def __init__(self, *, dim: int, batch_size: int = 64, cache_size: int = 0) -> None:
         self._dim = dim
@@ -43,8 +52,14 @@ class Embedder(ABC):
         """Raw vectors for one batch, shape (len(texts), dim); need not be normalized."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for ``texts`` in their order: shape (n, dim), float32, unit norm."""
-        texts = list(texts)
+        """Vectors of stored texts in their order: shape (n, dim), float32, unit norm."""
+        return self._embed_all([self.passage_prefix + t for t in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of recall questions, as ``embed`` (the query form of the model)."""
+        return self._embed_all([self.query_prefix + t for t in texts])
+
+    def _embed_all(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         if not texts:
             return out
@@ -55,15 +70,15 @@ class Embedder(ABC):
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One vector, shape (dim,), served from the LRU cache when the text was seen."""
+        """One question's vector, shape (dim,), from the LRU cache when the text was seen."""
         if self._cache_size <= 0:
-            return self.embed([text])[0]
+            return self.embed_queries([text])[0]
         with self._cache_lock:
             hit = self._cache.get(text)
             if hit is not None:
                 self._cache.move_to_end(text)
                 return hit.copy()
-        vec = self.embed([text])[0]
+        vec = self.embed_queries([text])[0]
         with self._cache_lock:
             self._cache[text] = vec
             self._cache.move_to_end(text)

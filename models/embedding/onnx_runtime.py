@@ -6,6 +6,9 @@ batches. The graph is exported from the very torch model (pooling included), che
 against it on probe sentences (cosine > 0.9999, or the export is refused), and cached on
 disk so later starts skip the export. Nothing here quantizes: int8 was faster still but
 moved vectors by up to 0.1 in cosine, which is a recall change, not a speed-up.
+
+The session settings (``make_session``) and the build-check-cache step
+(``cached_or_built``) are shared with the graphs built from other files (``e5``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +30,7 @@ from core.logs import log_fields
 from models.errors import ModelConfigError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EXPORT_FORMAT = 1  # bump when the exported graph changes shape or semantics
 OPSET = 17
@@ -113,7 +117,7 @@ def _input(enc: Any, name: str, torch: Any) -> Any:
     return torch.zeros_like(enc["input_ids"])  # models without segment ids ignore it
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".export-", dir=path.parent)
     try:
@@ -126,21 +130,67 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def make_session(graph: bytes | str, *, threads: int, disabled: tuple[str, ...] = ()) -> Any:
+    """An ONNX Runtime CPU session with the project's settings; ``disabled`` optimizers off."""
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise ModelConfigError("embedding_runtime onnx needs the onnxruntime package") from exc
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.intra_op_num_threads = max(0, threads)  # 0 = one per physical core
+    opts.inter_op_num_threads = 1
+    # Busy-waiting workers would take CPU from Kafka, the stores and the API threads.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(
+        graph, opts, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled)
+    )
+
+
+def cosines(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Row-wise cosine of two (n, dim) matrices."""
+    got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)
+    return (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
+
+
+def cached_or_built(
+    cached: Path | None,
+    build: Callable[[], bytes],
+    open_graph: Callable[[bytes | str], T],
+    check: Callable[[T], None],
+) -> T:
+    """``open_graph`` of the cache entry, or of a fresh ``build()`` that passes ``check``.
+
+    ``check`` raises (ModelConfigError) on a graph whose vectors must not be served; only
+    a checked graph is written to the cache. The cache is best effort: an unreadable
+    entry is rebuilt, an unwritable directory only costs the build next time.
+    """
+    if cached is not None and cached.is_file():
+        try:
+            return open_graph(str(cached))
+        except Exception as exc:  # a truncated or foreign file: build again
+            log.warning(
+                "onnx cache entry unusable, building again",
+                extra=log_fields(path=str(cached), error=str(exc)),
+            )
+    graph = build()
+    opened = open_graph(graph)
+    check(opened)
+    if cached is not None:
+        try:
+            write_atomic(cached, graph)
+        except OSError as exc:
+            log.warning(
+                "onnx cache not writable", extra=log_fields(path=str(cached), error=str(exc))
+            )
+    return opened
+
+
 class OnnxEncoder:
     """Tokenizer + ONNX Runtime session: ``encode(texts)`` → pooled float32 vectors."""
 
     def __init__(self, graph: bytes | str, tokenizer: Any, *, max_len: int, threads: int) -> None:
-        try:
-            import onnxruntime as ort
-        except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise ModelConfigError("embedding_runtime onnx needs the onnxruntime package") from exc
-        opts = ort.SessionOptions()
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.intra_op_num_threads = max(0, threads)  # 0 = one per physical core
-        opts.inter_op_num_threads = 1
-        # Busy-waiting workers would take CPU from Kafka, the stores and the API threads.
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+        self._session = make_session(graph, threads=threads)
         self._feeds = [i.name for i in self._session.get_inputs()]
         self._tokenizer = tokenizer
         self._max_len = max_len
@@ -179,27 +229,18 @@ def load_onnx_encoder(
     cached: Path | None = None
     if cache_dir is not None and model_dir is not None and model_dir.is_dir():
         cached = cache_dir / f"{cache_key(model_dir, cls_pooling=cls_pooling)}.onnx"
-        if cached.is_file():
-            try:
-                return OnnxEncoder(str(cached), tokenizer, max_len=max_len, threads=threads)
-            except Exception as exc:  # a truncated or foreign file: export again
-                log.warning(
-                    "onnx cache entry unusable, exporting again", extra=log_fields(error=str(exc))
-                )
-    graph = export_onnx(load_model(), tokenizer, cls_pooling=cls_pooling, max_len=max_len)
-    encoder = OnnxEncoder(graph, tokenizer, max_len=max_len, threads=threads)
-    got, want = encoder.encode(PROBES), np.asarray(reference(PROBES), dtype=np.float32)
-    cos = (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
-    if not np.all(cos > 0.9999):
-        raise ModelConfigError(
-            f"the ONNX export of the embedding model disagrees with torch (cosine {cos.min():.4f});"
-            " set embedding_runtime=torch"
-        )
-    if cached is not None:
-        try:
-            _write_atomic(cached, graph)
-        except OSError as exc:
-            log.warning(
-                "onnx cache not writable", extra=log_fields(path=str(cached), error=str(exc))
+
+    def check(encoder: OnnxEncoder) -> None:
+        cos = cosines(encoder.encode(PROBES), reference(PROBES))
+        if not np.all(cos > 0.9999):
+            raise ModelConfigError(
+                "the ONNX export of the embedding model disagrees with torch"
+                f" (cosine {cos.min():.4f}); set embedding_runtime=torch"
             )
-    return encoder
+
+    return cached_or_built(
+        cached,
+        lambda: export_onnx(load_model(), tokenizer, cls_pooling=cls_pooling, max_len=max_len),
+        lambda graph: OnnxEncoder(graph, tokenizer, max_len=max_len, threads=threads),
+        check,
+    )

@@ -13,7 +13,10 @@ from recall_api.batcher import QueryBatcher
 
 
 class FakeEmbedder:
-    """Vectors derived from the text; each call sleeps like a model would."""
+    """Vectors derived from the text; each call sleeps like a model would.
+
+    Like e5, it embeds a question (``embed_queries``) differently from a stored text.
+    """
 
     def __init__(self, delay: float = 0.01) -> None:
         self.delay = delay
@@ -31,8 +34,11 @@ class FakeEmbedder:
         time.sleep(self.delay)
         return np.stack([self._vec(t) for t in texts])
 
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed([f"query: {t}" for t in texts])
+
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        return self.embed_queries([text])[0]
 
 
 def test_concurrent_queries_are_embedded_together_and_correctly():
@@ -42,7 +48,7 @@ def test_concurrent_queries_are_embedded_together_and_correctly():
     with ThreadPoolExecutor(24) as pool:
         got = list(pool.map(lambda t: batcher.embed(t, timeout=5), texts))
     for text, vec in zip(texts, got, strict=True):
-        assert np.array_equal(vec, fake._vec(text))
+        assert np.array_equal(vec, fake._vec(f"query: {text}"))  # the query form, batched too
     assert len(fake.calls) < len(texts) / 3
     assert sum(len(c) for c in fake.calls) == len(texts)
     batcher.close()
