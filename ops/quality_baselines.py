@@ -5,7 +5,8 @@ memory keeps: who said it and what), searched per user:
 
 - ``bm25`` — ``core.lexical.BM25Index`` (recall's own lexical channel: Latin words,
   CJK segmented by jieba), top 10 by raw BM25;
-- ``dense`` — the configured embedder over the same texts, exact cosine top 10.
+- ``dense`` — the configured embedder over the same texts, exact cosine top 10 (the
+  questions in the model's query form, ``embed_queries``, as recall embeds them).
 
 A deleted question is answered by a store that honours the delete: the deleted turns
 are out of its candidates, so a baseline never leaks. Ties keep the conversation order.
@@ -69,7 +70,8 @@ def dense(data: Dataset, embedder) -> dict[str, Answer]:
     turns, questions = data.turns(), data.questions()
     docs = embedder.embed([turn_text(t) for t in turns])
     started = time.perf_counter()
-    queries = embedder.embed([q.query for q in questions])
+    embed_queries = getattr(embedder, "embed_queries", embedder.embed)
+    queries = embed_queries([q.query for q in questions])
     embed_ms = (time.perf_counter() - started) * 1000 / max(1, len(questions))
     row = {id(q): i for i, q in enumerate(questions)}
     out, offset = {}, 0
