@@ -71,7 +71,7 @@ def build_graph(
     """The serialized ONNX model (opset 17 + com.microsoft 1).
 
     ``outliers[layer]``: the FFN channels kept in fp32 under int8 weights (see the
-    module docstring); ``taps``: also output every layer's GELU activations
+    module docstring; None keeps the whole FFN output projection in fp32); ``taps``: also output every layer's GELU activations
     (``l{i}.gelu``, [batch, seq, ffn]), which is how those channels are found.
     """
     from onnx import TensorProto, helper
