@@ -1,7 +1,7 @@
 """`memstream bench ingest`: Kafka → stores throughput and add→recallable freshness.
 
 Two phases on a fresh local stack with the configured providers (default: rules LLM,
-MiniLM embedder), the ingest flow running in-process as in the node:
+multilingual-e5-small embedder), the ingest flow running in-process as in the node:
 
 1. saturation — N conversations (2 user turns, 2 facts each, many users) produced as
    fast as Kafka takes them; throughput = facts stored / (last task done − first produce);
