@@ -6,7 +6,8 @@ its result, which the writer pushes to Redis under ``cmdres:<command_id>``.
 
 from __future__ import annotations
 
-from datetime import datetime
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +44,17 @@ class Command(BaseModel):
     user_id: int = Field(ge=0, le=UINT64_MAX)
     payload: dict[str, Any] = Field(default_factory=dict)
     at: datetime | None = None
+
+    @classmethod
+    def new(cls, op: str, id_prefix: str, user_id: int, payload: BaseModel) -> Command:
+        """A command with a unique id (``<prefix>_<hex>``, so results never mix), sent now."""
+        return cls(
+            op=op,
+            command_id=f"{id_prefix}_{uuid.uuid4().hex}",
+            user_id=user_id,
+            payload=payload.model_dump(mode="json"),
+            at=datetime.now(UTC),
+        )
 
 
 def result_key(command_id: str) -> str:

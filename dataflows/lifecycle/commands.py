@@ -22,10 +22,9 @@ Payloads:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from contextlib import nullcontext
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
@@ -74,26 +73,14 @@ def lifecycle_command(
 ) -> Command:
     """One user's share of a pass; the command id is unique so results never mix."""
     payload = LifecyclePayload(now=now, pass_id=pass_id, memory_ids=memory_ids, reply=reply)
-    return Command(
-        op=LIFECYCLE_OP,
-        command_id=f"lc_{uuid.uuid4().hex}",
-        user_id=user_id,
-        payload=payload.model_dump(mode="json"),
-        at=datetime.now(UTC),
-    )
+    return Command.new(LIFECYCLE_OP, "lc", user_id, payload)
 
 
 def recall_hits_command(
     user_id: int, hits: Mapping[str, int], at: datetime, reply: bool = True
 ) -> Command:
     payload = RecallHitsPayload(at=at, hits=dict(hits), reply=reply)
-    return Command(
-        op=RECALL_HITS_OP,
-        command_id=f"rh_{uuid.uuid4().hex}",
-        user_id=user_id,
-        payload=payload.model_dump(mode="json"),
-        at=datetime.now(UTC),
-    )
+    return Command.new(RECALL_HITS_OP, "rh", user_id, payload)
 
 
 def _bad(cmd: Command, exc: ValidationError) -> Applied:

@@ -19,9 +19,8 @@ out of the cache.
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
@@ -52,13 +51,7 @@ class ConsolidatePayload(BaseModel):
 
 def consolidate_command(user_id: int, now: datetime, pass_id: str, reply: bool = True) -> Command:
     payload = ConsolidatePayload(now=now, pass_id=pass_id, reply=reply)
-    return Command(
-        op=CONSOLIDATE_OP,
-        command_id=f"cs_{uuid.uuid4().hex}",
-        user_id=user_id,
-        payload=payload.model_dump(mode="json"),
-        at=datetime.now(UTC),
-    )
+    return Command.new(CONSOLIDATE_OP, "cs", user_id, payload)
 
 
 def crowded_users(rt: Runtime, users: Iterable[int] | None = None) -> list[int]:
