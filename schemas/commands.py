@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.enums import Level, MemType, Ownership
-from schemas.events import UINT64_MAX
+from schemas.limits import CustomTags, UserId
 
 COMMAND_VERSION = 1
 
@@ -23,7 +23,7 @@ class StructuredMemory(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user_id: int = Field(ge=0, le=UINT64_MAX)
+    user_id: UserId
     app_id: str | None = Field(default=None, min_length=1, max_length=128)
     session_id: str | None = Field(default=None, min_length=1, max_length=128)
     level: Level | None = None
@@ -32,7 +32,7 @@ class StructuredMemory(BaseModel):
     content: str = Field(min_length=1, max_length=8192)
     is_important: bool = False
     expire_at: datetime | None = None
-    custom_tags: dict[str, Any] = Field(default_factory=dict)
+    custom_tags: CustomTags = Field(default_factory=dict)
 
 
 class Command(BaseModel):
@@ -41,7 +41,7 @@ class Command(BaseModel):
     v: int = COMMAND_VERSION
     op: str
     command_id: str = Field(min_length=1, max_length=128)
-    user_id: int = Field(ge=0, le=UINT64_MAX)
+    user_id: UserId
     payload: dict[str, Any] = Field(default_factory=dict)
     at: datetime | None = None
 

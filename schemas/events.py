@@ -8,8 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.enums import Evolution, Level, Ownership, Role
-
-UINT64_MAX = 2**64 - 1
+from schemas.limits import UINT64_MAX, CustomTags, UserId  # noqa: F401  (UINT64_MAX re-exported)
 
 
 class Frozen(BaseModel):
@@ -31,15 +30,15 @@ class Message(Frozen):
 class Strategy(Frozen):
     focus: str | None = None
     evolution: Evolution = Evolution.DECIDE
-    tags: dict[str, Any] = Field(default_factory=dict)
+    tags: CustomTags = Field(default_factory=dict)
     entity_types: list[str] = Field(default_factory=list)
 
 
 class ConversationEvent(Frozen):
     """Value of `memory.conversations`; the API's `add` produces exactly this."""
 
-    task_id: str | None = None
-    user_id: int = Field(ge=0, le=UINT64_MAX)
+    task_id: str | None = Field(default=None, min_length=1, max_length=128)
+    user_id: UserId
     app_id: str | None = Field(default=None, min_length=1, max_length=128)
     session_id: str | None = Field(default=None, max_length=128)
     ownership: Ownership = Ownership.USER
@@ -63,7 +62,7 @@ class ConversationEvent(Frozen):
 class RecallHits(Frozen):
     """Value of `memory.recall_hits`."""
 
-    user_id: int = Field(ge=0, le=UINT64_MAX)
+    user_id: UserId
     memory_ids: list[str]
     at: datetime
 

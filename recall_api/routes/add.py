@@ -15,7 +15,7 @@ from recall_api.services import Services
 from schemas.commands import StructuredMemory
 from schemas.enums import Level, Ownership
 from schemas.errors import ErrorCode
-from schemas.events import TOPIC_CONVERSATIONS, UINT64_MAX, ConversationEvent, Message, Strategy
+from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent, Message, Strategy, UserId
 
 router = APIRouter(prefix="/memory/v1", tags=["write"])
 
@@ -23,7 +23,7 @@ router = APIRouter(prefix="/memory/v1", tags=["write"])
 class AddRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    user_id: int = Field(ge=0, le=UINT64_MAX)
+    user_id: UserId
     app_id: str | None = Field(default=None, min_length=1, max_length=128)
     session_id: str | None = Field(default=None, max_length=128)
     ownership: Ownership = Ownership.USER

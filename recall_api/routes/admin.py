@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recall_api.errors import ApiError
 from schemas.errors import ErrorCode
-from schemas.events import UINT64_MAX
+from schemas.events import UserId
 
 router = APIRouter(prefix="/admin/v1", tags=["admin"])
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -39,7 +39,7 @@ class LifecycleRunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     now: datetime | None = None  # naive = UTC; default: the node's wall clock
-    users: list[Annotated[int, Field(ge=0, le=UINT64_MAX)]] | None = Field(
+    users: list[UserId] | None = Field(
         default=None, max_length=10_000
     )
 

@@ -15,9 +15,10 @@ from recall_api.errors import ApiError
 from schemas.enums import Level, OpType
 from schemas.errors import ErrorCode
 from schemas.events import UINT64_MAX
+from schemas.limits import CustomTags
 
 router = APIRouter(prefix="/memory/v1", tags=["manage"])
-UserId = Field(ge=0, le=UINT64_MAX)
+UserId = Field(strict=True, ge=0, le=UINT64_MAX)  # true is not user 1
 
 
 class UpdateRequest(BaseModel):
@@ -28,7 +29,7 @@ class UpdateRequest(BaseModel):
     is_important: bool | None = None
     expire_at: datetime | None = None
     clear_expire_at: bool = False
-    custom_tags: dict[str, Any] | None = None
+    custom_tags: CustomTags | None = None
     request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
     @model_validator(mode="after")

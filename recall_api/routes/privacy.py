@@ -19,7 +19,7 @@ from schemas.errors import ErrorCode
 from schemas.events import UINT64_MAX
 
 router = APIRouter(prefix="/memory/v1", tags=["privacy"])
-UserId = Field(ge=0, le=UINT64_MAX)
+UserId = Field(strict=True, ge=0, le=UINT64_MAX)  # true is not user 1
 
 
 class UserListRequest(BaseModel):

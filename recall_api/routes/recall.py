@@ -23,7 +23,7 @@ from recall_api.errors import envelope
 from recall_api.recall import RecallParams, recaller_for
 from schemas.enums import MemType, Ownership
 from schemas.errors import ErrorCode
-from schemas.events import UINT64_MAX
+from schemas.events import UserId
 from schemas.memory import MemoryRecord
 
 router = APIRouter(prefix="/memory/v1", tags=["recall"])
@@ -56,7 +56,7 @@ class RecallFilter(_Strict):
 
 
 class RecallRequest(_Strict):
-    user_id: int = Field(ge=0, le=UINT64_MAX)
+    user_id: UserId
     query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096)]
     scope: RecallScope = Field(default_factory=RecallScope)
     filter: RecallFilter = Field(default_factory=RecallFilter)

@@ -9,14 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
-from schemas.events import UINT64_MAX
+from schemas.events import UserId
 
 router = APIRouter(prefix="/memory/v1", tags=["session"])
 
 
 class SessionCloseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    user_id: int = Field(ge=0, le=UINT64_MAX)
+    user_id: UserId
     app_id: str | None = Field(default=None, min_length=1, max_length=128)
     session_id: str = Field(min_length=1, max_length=128)
     promote_ids: list[str] = Field(default_factory=list, max_length=1000)
