@@ -103,6 +103,23 @@ class Settings(BaseSettings):
     milvus_token: SecretStr = SecretStr("")
     milvus_collection: str = Field("memories", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+    # --- TLS and broker auth (start-time; sinks.kafka_config, recall_api.serving) ---
+    # The API serves HTTPS when a certificate and its key are given (PEM files).
+    api_tls_cert_file: str = ""
+    api_tls_key_file: str = ""
+    api_tls_key_password: SecretStr = SecretStr("")
+    api_tls_ca_file: str = ""  # the CA the CLI trusts for its own /readyz calls
+    # Every Kafka client memstream builds (producers, consumers, admin, Bytewax) reads these.
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    kafka_sasl_mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
+    kafka_sasl_username: str = ""
+    kafka_sasl_password: SecretStr = SecretStr("")
+    kafka_ssl_ca_file: str = ""  # "" = the system's trust store
+    kafka_ssl_cert_file: str = ""  # client certificate (mutual TLS), with its key
+    kafka_ssl_key_file: str = ""
+    kafka_ssl_key_password: SecretStr = SecretStr("")
+    kafka_ssl_check_hostname: bool = True  # the broker certificate must name the host
+
     # --- security ---
     encryption_key: SecretStr = SecretStr("")  # "" = a key generated once in data_dir
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -217,6 +234,19 @@ class Settings(BaseSettings):
         if v and not v.startswith(("chdb://", "http://", "https://")):
             raise ValueError("must be chdb:///abs/dir, http://host:8123 or https://host:8443")
         return v
+
+    @model_validator(mode="after")
+    def _check_tls(self) -> Settings:
+        if bool(self.api_tls_cert_file) != bool(self.api_tls_key_file):
+            raise ValueError("api_tls_cert_file and api_tls_key_file: give both or neither")
+        if bool(self.kafka_ssl_cert_file) != bool(self.kafka_ssl_key_file):
+            raise ValueError("kafka_ssl_cert_file and kafka_ssl_key_file: give both or neither")
+        sasl = self.kafka_security_protocol.startswith("SASL_")
+        if sasl and not (self.kafka_sasl_username and self.kafka_sasl_password.get_secret_value()):
+            raise ValueError(
+                f"kafka_sasl_username/kafka_sasl_password: required by {self.kafka_security_protocol}"
+            )
+        return self
 
     @field_validator("kafka_bootstrap")
     @classmethod
