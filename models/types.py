@@ -40,12 +40,15 @@ class Similar(NamedTuple):
     """An existing memory offered to evolution: its real id, text and cosine score.
 
     The score is optional: the ``rules`` provider needs it, LLM providers ignore it.
+    ``merged``: the memory consolidates several statements (more than one source turn);
+    the rules never supersede one, since one of its statements ending ends not the rest.
     Plain ``(id, text)`` or ``(id, text, score)`` tuples are accepted wherever this is.
     """
 
     id: str
     text: str
     score: float | None = None
+    merged: bool = False
 
 
 class Decision(BaseModel):

@@ -37,7 +37,7 @@ from dataflows.ingest.consolidate import make_room
 from dataflows.ingest.items import Applied, Extracted, FactItem
 from dataflows.runtime import Runtime
 from models.degrade import decide_or_degrade
-from models.types import Decision
+from models.types import Decision, Similar
 from schemas.enums import Level, OpSource, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
@@ -59,6 +59,14 @@ def same_scope(rec: MemoryRecord, level: Level, app_id: str | None, session_id: 
     if rec.level is not level or (rec.app_id or None) != (app_id or None):
         return False
     return level is not Level.SESSION or rec.session_id == session_id
+
+
+def _said_at(fi: FactItem, now: datetime) -> datetime:
+    """When the fact's message was said: its ts, else the event's, else ``now``."""
+    ev = fi.incoming.event
+    msg = ev.messages[fi.fact.msg_index] if fi.fact.msg_index < len(ev.messages) else None
+    said = (msg.ts if msg is not None and msg.ts else None) or ev.ts or now
+    return said if said.tzinfo is not None else said.replace(tzinfo=UTC)
 
 
 def _end_of_day(d: date | None) -> datetime | None:
@@ -130,7 +138,11 @@ class Writer:
                 keep=lambda rec: same_scope(rec, ev.level, ev.app_id, ev.session_id),
             )
             if similar:
-                offered = [(mid, idx.records[mid].content, score) for mid, score in similar]
+                offered = [
+                    Similar(mid, rec.content, score, merged=len(rec.msg_ids) > 1)
+                    for mid, score in similar
+                    for rec in (idx.records[mid],)
+                ]
                 res = decide_or_degrade(self.rt.llm, fi.fact, offered)
                 decisions = res.decisions
                 r.degraded = r.degraded or res.degraded
@@ -165,10 +177,7 @@ class Writer:
         self, fi: FactItem, text: str, now: datetime, memory_id: str | None = None
     ) -> MemoryRecord:
         ev = fi.incoming.event
-        msg = ev.messages[fi.fact.msg_index] if fi.fact.msg_index < len(ev.messages) else None
-        valid_at = (msg.ts if msg is not None and msg.ts else None) or ev.ts or now
-        if valid_at.tzinfo is None:
-            valid_at = valid_at.replace(tzinfo=UTC)
+        valid_at = _said_at(fi, now)
         tags = dict(ev.strategy.tags) if ev.strategy else {}
         expire_at = _end_of_day(fi.fact.expire_at)
         if expire_at is not None and expire_at <= now:
@@ -342,8 +351,13 @@ class Writer:
         old = idx.records.get(d.target_id or "")
         if old is None:
             return
+        # Bi-temporal: true until the contradicting fact was said (an imported chat's
+        # message time), never before the old memory itself became valid.
+        ended_at = min(_said_at(fi, now), now)
+        if old.valid_at is not None:
+            ended_at = max(ended_at, old.valid_at)
         rec = dataclasses.replace(
-            old, status=Status.SUPERSEDED, invalid_at=now, superseded_by=new_id, updated_at=now
+            old, status=Status.SUPERSEDED, invalid_at=ended_at, superseded_by=new_id, updated_at=now
         )
         batch.memories.append(rec)
         batch.changes.append(

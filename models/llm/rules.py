@@ -4,8 +4,10 @@ Extraction is :mod:`models.rules.extract`. Evolution is by similarity threshold
 (DESIGN §7): the same normalized text, or a cosine score ≥ ``near_duplicate_similarity``
 (0.95 by default, never the recall threshold) *with the same names, numbers and dates*
 (:func:`core.sameness.same_specifics`: two towns are two facts however close their
-cosine), is NONE against that memory; anything else is ADD. The rules never UPDATE or
-DELETE: without understanding, merging or superseding would risk losing true memories.
+cosine), is NONE against that memory; anything else is ADD. The rules never UPDATE, and
+DELETE (supersede) only what a new fact names as ended (:mod:`models.rules.change`: "Sold
+a Subaru Outback, we got a Tesla" supersedes "Aisha drives a Subaru Outback"): anything
+subtler needs understanding, and a wrong supersession would hide a true memory.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import date
 from core.sameness import same_specifics
 from models.lang import normalize
 from models.llm.base import LLM, SimilarLike
+from models.rules.change import superseded_by
 from models.rules.extract import extract_rules
 from models.types import Decision, Fact, as_similar
 from schemas.enums import OpType, Ownership
@@ -47,7 +50,8 @@ class RulesLLM(LLM):
         text = new_fact.text if isinstance(new_fact, Fact) else new_fact
         key = normalize(text)
         best_id, best_score = None, -1.0
-        for item in as_similar(similar):
+        items = as_similar(similar)
+        for item in items:
             if normalize(item.text) == key:
                 return [Decision(op=OpType.NONE, target_id=item.id)]
             score = item.score
@@ -60,4 +64,9 @@ class RulesLLM(LLM):
                 best_id, best_score = item.id, score
         if best_id is not None:
             return [Decision(op=OpType.NONE, target_id=best_id)]
-        return [Decision(op=OpType.ADD, text=text)]
+        ended = [
+            Decision(op=OpType.DELETE, target_id=item.id)
+            for item in items
+            if not item.merged and superseded_by(text, item.text)
+        ]
+        return [Decision(op=OpType.ADD, text=text), *ended]
