@@ -44,6 +44,7 @@ def bench_stack(base: Settings, keep: bool = False, **overrides: Any) -> Iterato
                 "clickhouse_url": f"chdb://{data_dir / 'clickhouse'}",
                 "milvus_uri": str(data_dir / "milvus" / "bench.db"),
                 "kafka_topic_prefix": "",
+                "kafka_security_protocol": "PLAINTEXT",  # the private broker above
                 **overrides,
             }
         )

@@ -74,7 +74,7 @@ def send_events(
     """Produce conversation events (each with ``task_id`` and ``user_id``) to
     ``memory.conversations`` with a real producer, keyed by user; ``rate`` events/s or
     as fast as Kafka takes them. Returns task_id → time sent (epoch seconds)."""
-    producer = Producer({"bootstrap.servers": env.settings.kafka_bootstrap, "linger.ms": 2})
+    producer = Producer(env.stores.kafka.client_config({"linger.ms": 2}))
     topic = env.stores.kafka.topic(TOPIC_CONVERSATIONS)
     sent: dict[str, float] = {}
     start = time.perf_counter()

@@ -74,13 +74,14 @@ class ChangesFollower:
 
     def _consumer(self) -> Consumer:
         return Consumer(
-            {
-                "bootstrap.servers": self.bus.bootstrap,
-                "group.id": f"memstream-changes-{uuid.uuid4().hex[:8]}",  # never committed
-                "enable.auto.commit": False,
-                "socket.timeout.ms": 5000,
-                "fetch.wait.max.ms": 50,  # an invalidation is worth little if it is late
-            }
+            self.bus.client_config(
+                {
+                    "group.id": f"memstream-changes-{uuid.uuid4().hex[:8]}",  # never committed
+                    "enable.auto.commit": False,
+                    "socket.timeout.ms": 5000,
+                    "fetch.wait.max.ms": 50,  # an invalidation is worth little if it is late
+                }
+            )
         )
 
     def _assign(self, consumer: Consumer) -> bool:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from core.settings import Settings
 from schemas.events import ALL_TOPICS, TOPIC_CONVERSATIONS, topic
 from sinks.errors import StoreUnavailable
+from sinks.kafka_config import kafka_security_config
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +33,34 @@ class KafkaBus:
         replication: int = 1,
         conversations_retention_ms: int = 24 * 3600 * 1000,
         topic_prefix: str = "",
+        security: Mapping[str, str] | None = None,
     ):
         self.bootstrap = bootstrap
         self.partitions = partitions
         self.replication = replication
         self.retention_ms = conversations_retention_ms
         self.prefix = topic_prefix
+        self.security = dict(security or {})  # TLS / SASL keys (sinks.kafka_config)
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
 
+    @classmethod
+    def from_settings(cls, s: Settings) -> KafkaBus:
+        return cls(
+            s.kafka_bootstrap,
+            s.kafka_partitions,
+            s.kafka_replication,
+            int(s.conversations_retention_h * 3600 * 1000),
+            s.kafka_topic_prefix,
+            security=kafka_security_config(s),
+        )
+
+    def client_config(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The config of any client of this bus: bootstrap, security, then ``extra``."""
+        return {"bootstrap.servers": self.bootstrap, **self.security, **(extra or {})}
+
     def _base_conf(self) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000}
+        return self.client_config({"socket.timeout.ms": 5000})
 
     def setup(self) -> None:
         self._admin = AdminClient(self._base_conf())

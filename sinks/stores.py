@@ -38,13 +38,7 @@ class Stores:
                 s.milvus_token.get_secret_value(),
             ),
             redis=RedisStore(s.redis_url),
-            kafka=KafkaBus(
-                s.kafka_bootstrap,
-                s.kafka_partitions,
-                s.kafka_replication,
-                int(s.conversations_retention_h * 3600 * 1000),
-                s.kafka_topic_prefix,
-            ),
+            kafka=KafkaBus.from_settings(s),
         )
 
     def setup(self) -> None:

@@ -45,7 +45,7 @@ def kafka_source(rt: Runtime) -> StoppableKafkaSource:
         topics=[bus.topic(TOPIC_CONVERSATIONS), bus.topic(TOPIC_COMMANDS)],
         tail=True,
         batch_size=500,
-        add_config={"fetch.message.max.bytes": str(8 * 1024 * 1024)},
+        add_config={**bus.security, "fetch.message.max.bytes": str(8 * 1024 * 1024)},
         stop=rt.stop,
     )
 

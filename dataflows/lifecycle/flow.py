@@ -37,6 +37,7 @@ def kafka_source(rt: Runtime) -> StoppableKafkaSource:
         topics=[bus.topic(TOPIC_RECALL_HITS)],
         tail=True,
         batch_size=1000,
+        add_config=dict(bus.security),
         stop=rt.stop,
     )
 
