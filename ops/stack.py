@@ -2,11 +2,18 @@
 
 Used by ``memstream up/down/status`` and by the test session (on free ports, in a
 temporary data dir), so the tests exercise the very code that users run.
+
+The broker listens in plaintext unless given a :class:`KafkaSecurity`: then its one
+client listener is SSL, SASL_PLAINTEXT or SASL_SSL (SCRAM), with a self-signed CA and
+broker certificate under ``<data_dir>/tls`` (ops.tls) and the SCRAM user written into
+the storage when it is formatted (KIP-900). The KRaft controller listener stays
+plaintext on the same loopback host; it serves no client requests.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import shutil
 import subprocess
@@ -16,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+from pydantic import SecretStr
+
+from core.settings import Settings
 from ops.procs import Proc, StackError, port_open, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +49,45 @@ def redis_endpoint(url: str) -> Endpoint:
     return Endpoint(parsed.hostname or "127.0.0.1", parsed.port or 6379)
 
 
+@dataclass(frozen=True)
+class KafkaSecurity:
+    """How the local broker's client listener is secured (None = plaintext)."""
+
+    protocol: str  # SSL | SASL_PLAINTEXT | SASL_SSL
+    mechanism: str = "SCRAM-SHA-512"
+    username: str = ""
+    password: str = ""
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> KafkaSecurity | None:
+        if s.kafka_security_protocol == "PLAINTEXT":
+            return None
+        return cls(
+            s.kafka_security_protocol,
+            s.kafka_sasl_mechanism,
+            s.kafka_sasl_username,
+            s.kafka_sasl_password.get_secret_value(),
+        )
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+    def fingerprint(self) -> str:
+        """What the storage was formatted for (the password only as a hash)."""
+        secret = hashlib.sha256(self.password.encode()).hexdigest()[:16]
+        return f"{self.protocol} {self.mechanism if self.sasl else '-'} {self.username} {secret}"
+
+
+def tls_dir(data_dir: Path) -> Path:
+    """Where the stack keeps its CA (ca.pem: what clients trust) and server certificates."""
+    return data_dir / "tls"
+
+
 def _procs(data_dir: Path) -> dict[str, Proc]:
     run, logs = data_dir / "run", data_dir / "logs"
     return {
@@ -49,17 +98,25 @@ def _procs(data_dir: Path) -> dict[str, Proc]:
 
 
 # ---------------------------------------------------------------- Kafka
-def _kafka_properties(data_dir: Path, ep: Endpoint, controller_port: int, partitions: int) -> str:
+def _kafka_properties(
+    data_dir: Path,
+    ep: Endpoint,
+    controller_port: int,
+    partitions: int,
+    security: KafkaSecurity | None = None,
+) -> str:
+    lst = security.protocol if security else "PLAINTEXT"  # listener name = its protocol
     return "\n".join(
         [
             "process.roles=broker,controller",
             "node.id=1",
             f"controller.quorum.bootstrap.servers={ep.host}:{controller_port}",
-            f"listeners=PLAINTEXT://{ep.host}:{ep.port},CONTROLLER://{ep.host}:{controller_port}",
-            f"advertised.listeners=PLAINTEXT://{ep.host}:{ep.port}",
+            f"listeners={lst}://{ep.host}:{ep.port},CONTROLLER://{ep.host}:{controller_port}",
+            f"advertised.listeners={lst}://{ep.host}:{ep.port}",
             "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"inter.broker.listener.name={lst}",
+            f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,{lst}:{lst}",
+            *_security_properties(data_dir, ep, security),
             f"log.dirs={data_dir / 'kafka' / 'data'}",
             f"num.partitions={partitions}",
             "offsets.topic.replication.factor=1",
@@ -76,6 +133,60 @@ def _kafka_properties(data_dir: Path, ep: Endpoint, controller_port: int, partit
     )
 
 
+_UNSAFE = set('"\\,[]=\n\r\t ')
+
+
+def _security_properties(data_dir: Path, ep: Endpoint, security: KafkaSecurity | None) -> list[str]:
+    if security is None:
+        return []
+    lines = []
+    if security.sasl:
+        for what, value in (("user name", security.username), ("password", security.password)):
+            if not value or _UNSAFE & set(value):
+                raise StackError(
+                    f'kafka: the SCRAM {what} must be non-empty, without spaces or any of " \\ , [ ] ='
+                )
+        mech = security.mechanism
+        jaas = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{security.username}" password="{security.password}";'
+        )
+        lines += [
+            f"sasl.enabled.mechanisms={mech}",
+            f"sasl.mechanism.inter.broker.protocol={mech}",
+            f"listener.name.{security.protocol.lower()}.{mech.lower()}.sasl.jaas.config={jaas}",
+        ]
+    if security.tls:
+        from ops.tls import issue_server_cert  # cryptography, only when asked for
+
+        cert = issue_server_cert(tls_dir(data_dir), "kafka", [ep.host])
+        lines += [
+            "ssl.keystore.type=PEM",
+            f"ssl.keystore.location={cert.bundle}",
+            "ssl.truststore.type=PEM",
+            f"ssl.truststore.location={cert.ca}",
+            "ssl.client.auth=none",
+        ]
+    return lines
+
+
+def _probe_config(bootstrap: str, data_dir: Path, security: KafkaSecurity | None) -> dict:
+    """The client config the stack's own checks use, built by sinks.kafka_config."""
+    from sinks.kafka_config import kafka_client_config
+
+    if security is None:
+        return {"bootstrap.servers": bootstrap}
+    s = Settings.model_construct(
+        kafka_bootstrap=bootstrap,
+        kafka_security_protocol=security.protocol,
+        kafka_sasl_mechanism=security.mechanism,
+        kafka_sasl_username=security.username,
+        kafka_sasl_password=SecretStr(security.password),
+        kafka_ssl_ca_file=str(tls_dir(data_dir) / "ca.pem"),
+    )
+    return kafka_client_config(s)
+
+
 def _java() -> str:
     java = shutil.which("java")
     if not java:
@@ -89,8 +200,13 @@ def start_kafka(
     partitions: int = 8,
     controller_port: int | None = None,
     timeout: float = 90,
+    security: KafkaSecurity | None = None,
 ) -> int:
-    """Start the broker (formatting its storage the first time); return its pid."""
+    """Start the broker (formatting its storage the first time); return its pid.
+
+    With ``security``, the client listener is secured as it says; a storage formatted
+    for another security setup is refused (the SCRAM user lives in the storage).
+    """
     proc = _procs(data_dir)["kafka"]
     if (pid := proc.pid()) is not None:
         return pid
@@ -106,11 +222,28 @@ def start_kafka(
     kdir.mkdir(parents=True, exist_ok=True)
     cport = controller_port or _stored_controller_port(kdir) or ep.port + 1
     props = kdir / "server.properties"
-    props.write_text(_kafka_properties(data_dir, ep, cport, partitions))
+    props.touch(mode=0o600)  # may hold the broker's SCRAM password
+    props.write_text(_kafka_properties(data_dir, ep, cport, partitions, security))
     (kdir / "controller.port").write_text(str(cport))
     classpath = f"{KAFKA_LIB}/*"
-    if not (kdir / "data" / "meta.properties").exists():
+    formatted_for = kdir / "security"
+    wanted = security.fingerprint() if security else "PLAINTEXT"
+    if (kdir / "data" / "meta.properties").exists():
+        have = formatted_for.read_text().strip() if formatted_for.exists() else "PLAINTEXT"
+        if have != wanted:
+            raise StackError(
+                f"kafka: the storage in {kdir / 'data'} was formatted for {have.split()[0]} "
+                f"(or another SCRAM user); to change the broker's security, stop the stack and "
+                f"remove {kdir}"
+            )
+    else:
         cluster_id = _cluster_id()
+        scram = (
+            ["--add-scram", f"{security.mechanism}=[name={security.username},"
+             f"password={security.password}]"]
+            if security and security.sasl
+            else []
+        )  # fmt: skip
         fmt = subprocess.run(
             [
                 _java(),
@@ -123,6 +256,7 @@ def start_kafka(
                 cluster_id,
                 "-c",
                 str(props),
+                *scram,
             ],
             capture_output=True,
             text=True,
@@ -130,6 +264,7 @@ def start_kafka(
         )
         if fmt.returncode != 0:
             raise StackError(f"kafka: storage format failed:\n{fmt.stdout}\n{fmt.stderr}")
+        formatted_for.write_text(wanted + "\n")
     env = {**os.environ, "KAFKA_HEAP_OPTS": KAFKA_HEAP}
     argv = [
         _java(),
@@ -143,7 +278,8 @@ def start_kafka(
         str(props),
     ]
     pid = proc.start(argv, env=env)
-    wait_until(lambda: _kafka_answers(bootstrap), timeout, "kafka", proc)
+    probe = _probe_config(bootstrap, data_dir, security)
+    wait_until(lambda: _kafka_answers(probe), timeout, "kafka", proc)
     return pid
 
 
@@ -162,14 +298,14 @@ def _stored_controller_port(kdir: Path) -> int | None:
         return None
 
 
-def _kafka_answers(bootstrap: str) -> bool:
-    ep = kafka_endpoint(bootstrap)
+def _kafka_answers(conf: dict) -> bool:
+    ep = kafka_endpoint(conf["bootstrap.servers"])
     if not port_open(ep.host, ep.port):
         return False
     from confluent_kafka.admin import AdminClient  # heavy import, only when needed
 
     try:
-        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=2)
+        md = AdminClient(conf).list_topics(timeout=2)
         return bool(md.brokers)
     except Exception:
         return False
