@@ -17,12 +17,13 @@ import urllib.request
 from core.settings import Settings, SettingsError, get_settings
 from ops import stack
 from ops.procs import StackError, port_open
+from recall_api.serving import api_base_url, client_ssl_context
 
 
 def _readyz(s: Settings, timeout: float = 3.0) -> tuple[int, dict]:
-    url = f"http://{s.api_host}:{s.api_port}/readyz"
+    url = f"{api_base_url(s)}/readyz"
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(url, timeout=timeout, context=client_ssl_context(s)) as resp:
             return resp.status, json.loads(resp.read() or b"{}")
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"{}")
@@ -36,10 +37,7 @@ def cmd_up(s: Settings, args: argparse.Namespace) -> int:
     if all(before.values()):
         code, _ = _readyz(s)
         state = "ready" if code == 200 else f"not ready yet (readyz {code or 'no answer'})"
-        print(
-            f"memstream is already running ({state}); nothing changed. "
-            f"API http://{s.api_host}:{s.api_port}"
-        )
+        print(f"memstream is already running ({state}); nothing changed. API {api_base_url(s)}")
         return 0
     started = time.monotonic()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -52,18 +50,26 @@ def cmd_up(s: Settings, args: argparse.Namespace) -> int:
         stack.start_redis(data_dir, s.redis_url)
     if not before["kafka"]:
         print("starting kafka ...", flush=True)
-        stack.start_kafka(data_dir, s.kafka_bootstrap, s.kafka_partitions)
+        security = stack.KafkaSecurity.from_settings(s)  # None: plaintext
+        stack.start_kafka(data_dir, s.kafka_bootstrap, s.kafka_partitions, security=security)
     if not before["node"]:
         print("starting node ...", flush=True)
-        stack.start_node(data_dir)
+        stack.start_node(data_dir, _node_env(s))
     node = stack.proc(data_dir, "node")
     stack.wait_until(lambda: _readyz(s, 2)[0] == 200, args.timeout, "node /readyz", node, 0.5)
     print(
         f"memstream is up in {time.monotonic() - started:.1f}s: "
-        f"API http://{s.api_host}:{s.api_port} (docs at /docs), data in {data_dir}.\n"
+        f"API {api_base_url(s)} (docs at /docs), data in {data_dir}.\n"
         "Stop it with `make down` (or `memstream down`)."
     )
     return 0
+
+
+def _node_env(s: Settings) -> dict[str, str]:
+    """The node `up` starts trusts the stack's own CA when no other CA is configured."""
+    if s.kafka_security_protocol.endswith("SSL") and not s.kafka_ssl_ca_file:
+        return {"MEMSTREAM_KAFKA_SSL_CA_FILE": str(stack.tls_dir(s.data_path) / "ca.pem")}
+    return {}
 
 
 def cmd_down(s: Settings, args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ from dataflows.runtime import Runtime
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.services import Services
+from recall_api.serving import api_base_url, server_config
 from sinks.errors import ModelMismatch, StoreUnavailable
 from sinks.stores import Stores
 
@@ -78,21 +79,13 @@ def serve(settings: Settings) -> None:
     # Writers in other processes (a standalone ingest, a second node) reach this
     # process's caches through memory.changes; its own writes are applied in-process.
     follower = follow_changes(app.state, rt.cache, stores.kafka, rt.memories.origin)
-    config = uvicorn.Config(
-        app,
-        host=settings.api_host,
-        port=settings.api_port,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app, settings))  # HTTPS when given a certificate
     started = time.monotonic()
     log.info(
         "node starting",
         extra={
             "fields": {
-                "api": f"http://{settings.api_host}:{settings.api_port}",
+                "api": api_base_url(settings),
                 "data_dir": str(settings.data_path),
             }
         },

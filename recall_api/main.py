@@ -19,6 +19,7 @@ from core.settings import SettingsError, get_settings
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.services import Services
+from recall_api.serving import server_config
 from sinks.errors import ModelMismatch
 from sinks.stores import Stores
 
@@ -41,9 +42,7 @@ def main() -> int:
     app = create_app(settings, stores, services)
     follower = follow_changes(app.state, services.cache, stores.kafka, services.memories.origin)
     try:
-        uvicorn.run(
-            app, host=settings.api_host, port=settings.api_port, log_config=None, access_log=False
-        )
+        uvicorn.Server(server_config(app, settings)).run()  # HTTPS when given a certificate
     finally:
         follower.stop()
         stores.close()

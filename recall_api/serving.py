@@ -1,0 +1,57 @@
+"""How the API is served: one uvicorn config for the node and the API-only process.
+
+HTTPS when ``api_tls_cert_file`` and ``api_tls_key_file`` are set (uvicorn's ssl
+options; the cert file may hold the chain), plain HTTP otherwise.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import uvicorn
+
+from core.settings import Settings
+
+
+def tls_enabled(s: Settings) -> bool:
+    return bool(s.api_tls_cert_file)
+
+
+def api_base_url(s: Settings, host: str | None = None) -> str:
+    scheme = "https" if tls_enabled(s) else "http"
+    return f"{scheme}://{host or s.api_host}:{s.api_port}"
+
+
+def ssl_options(s: Settings) -> dict[str, Any]:
+    """uvicorn's ssl keyword arguments; {} without a certificate."""
+    if not tls_enabled(s):
+        return {}
+    opts: dict[str, Any] = {
+        "ssl_certfile": s.api_tls_cert_file,
+        "ssl_keyfile": s.api_tls_key_file,
+    }
+    if s.api_tls_key_password.get_secret_value():
+        opts["ssl_keyfile_password"] = s.api_tls_key_password.get_secret_value()
+    return opts
+
+
+def server_config(app: Any, s: Settings, **overrides: Any) -> uvicorn.Config:
+    """The uvicorn config the API runs under (``overrides``: host, port, lifespan ...)."""
+    kwargs: dict[str, Any] = {
+        "host": s.api_host,
+        "port": s.api_port,
+        "log_config": None,
+        "access_log": False,
+        "lifespan": "on",
+        **ssl_options(s),
+        **overrides,
+    }
+    return uvicorn.Config(app, **kwargs)
+
+
+def client_ssl_context(s: Settings) -> ssl.SSLContext | None:
+    """What memstream's own CLI uses to reach the API: trusts ``api_tls_ca_file``."""
+    if not tls_enabled(s):
+        return None
+    return ssl.create_default_context(cafile=s.api_tls_ca_file or None)
