@@ -69,7 +69,7 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
         out = []
         for item in items:
             if isinstance(item, Rejected):
-                item = Applied(WriteBatch(), rejected=[item])
+                item = Applied(WriteBatch(), results=failed_task(item), rejected=[item])
             elif isinstance(item, Incoming):
                 e, sw = item.event, switches[item.event.user_id]
                 if not sw.global_enabled or (e.app_id and e.app_id in sw.disabled_apps):
@@ -111,6 +111,21 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
     applied = op.key_rm("unkey_user", op.stateful_map("write", by_user, write))  # Applied
     op.output("store", op.merge("to_sink", applied, is_cmd.falses), MemorySink(rt))
     return flow
+
+
+def failed_task(bad: Rejected) -> list[TaskResult]:
+    """A task refused after the API accepted it reads ``failed`` with the reason."""
+    if bad.task_id is None:
+        return []
+    return [
+        TaskResult(
+            bad.task_id,
+            bad.user_id or 0,
+            failed=True,
+            code=int(ErrorCode.BAD_PARAMETER),
+            reason=bad.reason,
+        )
+    ]
 
 
 def _user_key(item) -> str:

@@ -1,4 +1,11 @@
-"""Parse and validate raw Kafka messages; anything bad becomes a Rejected for the DLQ."""
+"""Parse and validate raw Kafka messages; anything bad becomes a Rejected for the DLQ.
+
+A Rejected carries the event's ``task_id`` (and user) whenever the value names one, so a
+task accepted by the API and refused here is reported ``failed`` with the reason instead
+of staying ``accepted``. The Kafka key must be the body's ``user_id`` (DESIGN §4): a
+mismatched key would put the user's events on two partitions and break their order.
+Reasons name fields and limits, never the content.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,7 @@ from core.hashing import task_id_for_source
 from core.settings import Settings
 from dataflows.ingest.items import Incoming, IncomingCommand, Rejected, Source
 from schemas.commands import Command
-from schemas.events import ConversationEvent
+from schemas.events import UINT64_MAX, ConversationEvent
 
 Parsed = Incoming | IncomingCommand | Rejected
 
@@ -23,12 +30,32 @@ def _describe(exc: ValidationError) -> str:
     return "invalid event: " + "; ".join(parts)
 
 
+def _owner(raw: bytes) -> tuple[str | None, int | None]:
+    """The task id and user id an event names, if it is JSON that names them well."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    task_id, user_id = data.get("task_id"), data.get("user_id")
+    task_id = task_id if isinstance(task_id, str) and 0 < len(task_id) <= 128 else None
+    user_id = user_id if type(user_id) is int and 0 <= user_id <= UINT64_MAX else None
+    return task_id, user_id
+
+
+def _reject(reason: str, src: Source) -> Rejected:
+    """A Rejected that names the task of the value (when it names one) to be failed."""
+    task_id, user_id = _owner(src.value) if src.value else (None, None)
+    return Rejected(reason, src, task_id, user_id)
+
+
 def _decode(src: Source, settings: Settings) -> dict | Rejected:
     raw = src.value
     if raw is None:
         return Rejected("empty message (no value)", src)
     if len(raw) > settings.max_event_bytes:
-        return Rejected(
+        return _reject(
             f"event of {len(raw)} bytes exceeds max_event_bytes ({settings.max_event_bytes})", src
         )
     try:
@@ -37,6 +64,8 @@ def _decode(src: Source, settings: Settings) -> dict | Rejected:
         return Rejected(f"value is not valid UTF-8: {exc.reason} at byte {exc.start}", src)
     try:
         data = json.loads(text)
+    except RecursionError:
+        return Rejected("value is JSON nested too deeply", src)
     except json.JSONDecodeError as exc:
         return Rejected(f"value is not JSON: {exc.msg} at line {exc.lineno} col {exc.colno}", src)
     if not isinstance(data, dict):
@@ -50,7 +79,7 @@ def parse_conversation(src: Source, settings: Settings) -> Incoming | Rejected:
         return data
     messages = data.get("messages")
     if isinstance(messages, list) and len(messages) > settings.max_turns_per_event:
-        return Rejected(
+        return _reject(
             f"{len(messages)} turns exceed max_turns_per_event "
             f"({settings.max_turns_per_event}); split the conversation",
             src,
@@ -58,7 +87,9 @@ def parse_conversation(src: Source, settings: Settings) -> Incoming | Rejected:
     try:
         event = ConversationEvent.model_validate(data)
     except ValidationError as exc:
-        return Rejected(_describe(exc), src)
+        return _reject(_describe(exc), src)
+    if (bad_key := _key_mismatch(src, event.user_id)) is not None:
+        return Rejected(bad_key, src, event.task_id, event.user_id)
     for i, m in enumerate(event.messages):
         size = len(m.content.encode("utf-8"))
         if size > settings.max_message_bytes:
@@ -66,6 +97,8 @@ def parse_conversation(src: Source, settings: Settings) -> Incoming | Rejected:
                 f"messages[{i}] has {size} bytes, over max_message_bytes "
                 f"({settings.max_message_bytes})",
                 src,
+                event.task_id,
+                event.user_id,
             )
     task_id = event.task_id or task_id_for_source(src.topic, src.partition, src.offset)
     return Incoming(event, task_id, src)
@@ -76,6 +109,18 @@ def parse_command(src: Source, settings: Settings) -> IncomingCommand | Rejected
     if isinstance(data, Rejected):
         return data
     try:
-        return IncomingCommand(Command.model_validate(data), src)
+        command = Command.model_validate(data)
     except ValidationError as exc:
         return Rejected(_describe(exc).replace("event", "command", 1), src)
+    if (bad_key := _key_mismatch(src, command.user_id)) is not None:
+        return Rejected(bad_key, src)
+    return IncomingCommand(command, src)
+
+
+def _key_mismatch(src: Source, user_id: int) -> str | None:
+    """Why the message's Kafka key is not its body's user id (None when it is)."""
+    expected = str(user_id).encode()
+    if src.key == expected:
+        return None
+    shown = "no key" if src.key is None else f"key {src.key[:40]!r}"
+    return f"Kafka {shown} does not match user_id {user_id}; the key must be the user_id"
