@@ -104,7 +104,7 @@ class JsonHttp:
                 continue
             if resp.status_code >= 400:
                 err = self._unavailable(
-                    f"{self.url} answered HTTP {resp.status_code}: {resp.text[:200]!r}",
+                    f"{self.url} answered HTTP {resp.status_code}{_error_kind(resp)}",
                     status_code=resp.status_code,
                 )
                 if last or resp.status_code not in _RETRY_STATUS:
@@ -118,7 +118,9 @@ class JsonHttp:
         try:
             body = resp.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise MalformedOutput(f"{self.url} answered non-JSON: {resp.text[:200]!r}") from exc
+            raise MalformedOutput(
+                f"{self.url} answered non-JSON ({len(resp.content)} bytes)"
+            ) from exc
         if not isinstance(body, dict):
             raise MalformedOutput(f"{self.url} answered JSON that is not an object")
         return body
@@ -140,3 +142,16 @@ def _retry_after(resp: httpx.Response) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+def _error_kind(resp: httpx.Response) -> str:
+    """The error's type/code of an OpenAI-style error body, never its message: servers
+    echo the prompt (memory content) in messages."""
+    try:
+        err = resp.json().get("error")
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(err, dict):
+        return ""
+    kinds = [str(err[k])[:64] for k in ("type", "code") if isinstance(err.get(k), str | int)]
+    return f" ({', '.join(kinds)})" if kinds else ""

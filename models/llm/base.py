@@ -5,6 +5,9 @@
 is malformed (showing the model its mistake) and then raises MalformedOutput — never an
 empty list pretending success. A provider implements one hook: ``_complete(messages) -> str``,
 raising LLMUnavailable/LLMTimeout itself when it cannot answer.
+
+Error messages (they become task reasons, DLQ headers and log lines) say what was wrong
+with an answer, never what it said: model output may quote memory content.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ def parse_json_object(raw: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         start, end = text.find("{"), text.rfind("}")
         if start < 0 or end <= start:
-            raise MalformedOutput(f"no JSON object in the answer: {raw[:120]!r}") from None
+            raise MalformedOutput(f"no JSON object in an answer of {len(raw)} chars") from None
         try:
             obj = json.loads(text[start : end + 1])
         except json.JSONDecodeError as exc:

@@ -118,14 +118,14 @@ def to_decisions(obj: dict[str, Any], ctx: DecideContext) -> list[Decision]:
         real = None
         if item.event != "ADD" and item.id is not None:
             if item.id not in ctx.real_ids:
-                raise InventedId(f"{item.event} names id {item.id!r}, which was not given")
+                raise InventedId(f"{item.event} names an id that was not given")
             real = ctx.real_ids[item.id]
         op = OpType(item.event)
         if op in (OpType.UPDATE, OpType.DELETE):
             if real is None:
                 raise MalformedOutput(f"{op} without an id")
             if real in targets:
-                raise MalformedOutput(f"id {item.id!r} is the target of two operations")
+                raise MalformedOutput("one id is the target of two operations")
             targets.add(real)
         text = (item.text or "").strip() or None
         if op is OpType.ADD:

@@ -227,7 +227,7 @@ def to_facts(obj: dict[str, Any], ctx: ExtractContext, messages: Sequence[Messag
         if source is None and len(shown) == 1:
             source = next(iter(shown))
         if source not in shown:
-            raise MalformedOutput(f"fact source {source!r} is not one of the turns shown")
+            raise MalformedOutput("a fact's source is not one of the turns shown")
         seen.add(text)
         default_type = MemType.EPISODIC if item.time_bound else MemType.SEMANTIC
         out.append(
