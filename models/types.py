@@ -72,7 +72,7 @@ class Decision(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> Decision:
         if self.op not in DECISION_OPS:
-            raise ValueError(f"op must be one of ADD, UPDATE, DELETE, NONE, not {self.op}")
+            raise ValueError("op must be one of ADD, UPDATE, DELETE, NONE")
         if self.op in (OpType.UPDATE, OpType.DELETE) and not self.target_id:
             raise ValueError(f"{self.op} needs a target_id")
         if self.op is OpType.ADD and self.target_id:
