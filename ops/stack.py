@@ -324,6 +324,8 @@ def redis_binary() -> str:
 
 
 def start_redis(data_dir: Path, url: str, timeout: float = 20) -> int:
+    """Start Redis for ``url``; a ``rediss://`` URL gets a TLS-only port, with a
+    certificate from the stack's CA (clients: ``?ssl_ca_certs=<data_dir>/tls/ca.pem``)."""
     proc = _procs(data_dir)["redis"]
     if (pid := proc.pid()) is not None:
         return pid
@@ -332,12 +334,20 @@ def start_redis(data_dir: Path, url: str, timeout: float = 20) -> int:
         raise StackError(f"redis: port {ep.host}:{ep.port} is already in use by another process")
     rdir = data_dir / "redis"
     rdir.mkdir(parents=True, exist_ok=True)
+    if urlparse(url).scheme == "rediss":
+        from ops.tls import issue_server_cert  # cryptography, only when asked for
+
+        cert = issue_server_cert(tls_dir(data_dir), "redis", [ep.host])
+        ports = ["--port", "0", "--tls-port", str(ep.port), "--tls-auth-clients", "no"]
+        ports += ["--tls-cert-file", str(cert.cert), "--tls-key-file", str(cert.key)]
+        ports += ["--tls-ca-cert-file", str(cert.ca)]
+    else:
+        ports = ["--port", str(ep.port)]
     argv = [
         redis_binary(),
         "--bind",
         ep.host,
-        "--port",
-        str(ep.port),
+        *ports,
         "--dir",
         str(rdir),
         "--daemonize",

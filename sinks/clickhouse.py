@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 import clickhouse_connect
 
@@ -32,15 +32,38 @@ def _connect(url: str, user: str, password: str) -> Any:
                 Path(path).mkdir(parents=True, exist_ok=True)
                 _EMBEDDED[path] = clickhouse_connect.get_client(interface="chdb", path=path)
             return _EMBEDDED[path]
-    return clickhouse_connect.get_client(
-        host=parsed.hostname or "127.0.0.1",
-        port=parsed.port or (8443 if parsed.scheme == "https" else 8123),
-        username=user,
-        password=password,
-        secure=parsed.scheme == "https",
-        connect_timeout=3,
-        send_receive_timeout=30,
-    )
+    return clickhouse_connect.get_client(**server_kwargs(url, user, password))
+
+
+_TLS_QUERY = ("ca_cert", "client_cert", "client_cert_key", "server_host_name")
+
+
+def server_kwargs(url: str, user: str, password: str) -> dict[str, Any]:
+    """clickhouse-connect arguments for a server URL.
+
+    ``https://`` is TLS; its query may name ``ca_cert`` (a PEM file, or ``certifi``),
+    ``client_cert`` / ``client_cert_key`` (mutual TLS), ``server_host_name`` and
+    ``verify=false`` (not for production).
+    """
+    parsed = urlparse(url)
+    secure = parsed.scheme == "https"
+    kwargs: dict[str, Any] = {
+        "host": parsed.hostname or "127.0.0.1",
+        "port": parsed.port or (8443 if secure else 8123),
+        "username": user,
+        "password": password,
+        "secure": secure,
+        "connect_timeout": 3,
+        "send_receive_timeout": 30,
+    }
+    query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+    unknown = sorted(set(query) - {*_TLS_QUERY, "verify"})
+    if unknown or (query and not secure):
+        raise ValueError(f"clickhouse_url: unsupported query {', '.join(unknown) or parsed.query}")
+    kwargs |= {k: query[k] for k in _TLS_QUERY if k in query}
+    if "verify" in query:
+        kwargs["verify"] = query["verify"].lower() not in ("0", "false", "no")
+    return kwargs
 
 
 class ClickHouseStore:

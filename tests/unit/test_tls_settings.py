@@ -141,3 +141,20 @@ def test_secured_broker_properties(tmp_path: Path) -> None:
     with pytest.raises(stack.StackError, match="SCRAM password"):
         bad = stack.KafkaSecurity("SASL_SSL", "SCRAM-SHA-512", "memstream", 'p"w')
         stack._kafka_properties(tmp_path, stack.Endpoint("127.0.0.1", 9092), 9093, 1, bad)
+
+
+def test_clickhouse_https_url_tls_options() -> None:
+    from sinks.clickhouse import server_kwargs
+
+    plain = server_kwargs("http://ch:8123", "default", "")
+    assert plain["secure"] is False and "ca_cert" not in plain and plain["port"] == 8123
+    tls = server_kwargs(
+        "https://ch?ca_cert=/etc/ca.pem&client_cert=/c.pem&client_cert_key=/k.pem", "u", "p"
+    )
+    assert (tls["secure"], tls["port"], tls["ca_cert"]) == (True, 8443, "/etc/ca.pem")
+    assert (tls["client_cert"], tls["client_cert_key"]) == ("/c.pem", "/k.pem")
+    assert server_kwargs("https://ch:9440?verify=false", "u", "p")["verify"] is False
+    with pytest.raises(ValueError, match="unsupported"):
+        server_kwargs("https://ch?sslmode=require", "u", "p")
+    with pytest.raises(ValueError, match="unsupported"):
+        server_kwargs("http://ch?ca_cert=/etc/ca.pem", "u", "p")  # TLS options need https
