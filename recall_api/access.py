@@ -1,0 +1,131 @@
+"""Who the caller is and what its key may touch (design document chapter 3, DESIGN §6).
+
+Every endpoint checks the key against the exact memories it touches:
+
+* by id (update, delete, batch_delete ids, history): the memory must be one the key may
+  read, else 40401 as if it did not exist (no existence oracle across apps); changing
+  it also needs write access, else 40101;
+* by scope (recall, add, add_structured, batch_delete scope, session/close, switch,
+  change_log): a named ``app_id`` must be one of the key's apps, and a GLOBAL write
+  needs the ``global`` grant;
+* with no scope (user/list, change_log, history chains, tasks): only what the key may
+  see is answered.
+
+``app`` keys: their apps' APP/SESSION memories, read of GLOBAL. ``admin`` keys: the
+tenant. With no key configured at all (local mode, loopback only) the caller is the
+local operator and may do everything. This node serves the tenant ``default`` (tenant
+namespaces in the stores are not built yet, see README "API keys"); a key of another
+tenant is refused rather than let into tenant ``default``'s users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from core.apikeys import DEFAULT_TENANT, KeyRecord
+from recall_api.errors import ApiError
+from schemas.enums import Level
+from schemas.errors import ErrorCode
+from schemas.memory import MemoryRecord
+
+SERVED_TENANTS = frozenset({DEFAULT_TENANT})
+
+
+@dataclass(frozen=True)
+class Caller:
+    tenant: str
+    role: str | None  # None: local mode without keys (everything)
+    apps: frozenset[str] = frozenset()
+    global_grant: bool = False
+    kid: str = ""
+
+    @classmethod
+    def local(cls) -> Caller:
+        return cls(DEFAULT_TENANT, None)
+
+    @classmethod
+    def of(cls, rec: KeyRecord) -> Caller:
+        if rec.tenant not in SERVED_TENANTS:
+            raise ApiError(
+                ErrorCode.UNAUTHENTICATED,
+                f"this key belongs to tenant '{rec.tenant}'; this node serves tenant "
+                f"'{DEFAULT_TENANT}' only (tenant namespaces are not available yet)",
+            )
+        return cls(rec.tenant, rec.role, rec.apps, rec.global_grant, rec.kid)
+
+    @property
+    def is_app(self) -> bool:
+        return self.role == "app"
+
+    @property
+    def app_ids(self) -> frozenset[str] | None:
+        """The apps the key is bound to; None = every app."""
+        return self.apps if self.is_app else None
+
+    # --- scope checks -------------------------------------------------------------
+    def check_app(self, app_id: str | None) -> None:
+        if self.is_app and app_id is not None and app_id not in self.apps:
+            raise ApiError(ErrorCode.UNAUTHENTICATED, f"this key may not use app_id '{app_id}'")
+
+    def require_admin(self, what: str) -> None:
+        if self.is_app:
+            raise ApiError(ErrorCode.UNAUTHENTICATED, f"{what} needs an admin key")
+
+    def check_write_scope(self, level: Level | str | None, app_id: str | None) -> None:
+        """A write into (level, app_id); ``level`` None = the event default (APP with an
+        app_id, else GLOBAL)."""
+        self.check_app(app_id)
+        if not self.is_app:
+            return
+        lvl = Level(level) if level is not None else (Level.APP if app_id else Level.GLOBAL)
+        if lvl is Level.GLOBAL:
+            if not self.global_grant:
+                raise ApiError(
+                    ErrorCode.UNAUTHENTICATED,
+                    "writing GLOBAL memories needs a key with the global grant "
+                    "(or name this key's app_id)",
+                )
+        elif app_id is None:
+            raise ApiError(ErrorCode.UNAUTHENTICATED, f"an app key must name its app_id ({lvl})")
+
+    # --- record checks ------------------------------------------------------------
+    def can_read(self, rec: MemoryRecord) -> bool:
+        if not self.is_app:
+            return True
+        return rec.level is Level.GLOBAL or (rec.app_id is not None and rec.app_id in self.apps)
+
+    def can_write(self, rec: MemoryRecord) -> bool:
+        if not self.is_app:
+            return True
+        if rec.level is Level.GLOBAL:
+            return self.global_grant
+        return rec.app_id is not None and rec.app_id in self.apps
+
+    def visible(self, records: Iterable[MemoryRecord]) -> list[MemoryRecord]:
+        return [r for r in records if self.can_read(r)]
+
+    def writable(self, rec: MemoryRecord | None, memory_id: str) -> MemoryRecord:
+        """The record this key may change, else 40401 (unseen) / 40101 (read-only)."""
+        if rec is None or not self.can_read(rec):
+            raise ApiError(ErrorCode.NOT_FOUND, f"memory '{memory_id}' not found")
+        if not self.can_write(rec):
+            raise ApiError(
+                ErrorCode.UNAUTHENTICATED,
+                f"this key may read but not change memory '{memory_id}' ({rec.level.value})",
+            )
+        return rec
+
+    def access_payload(self) -> dict | None:
+        """What a delete command carries so the writer narrows its targets to this key's
+        (``dataflows.ingest.management._allowed``); None for admin and local callers."""
+        if not self.is_app:
+            return None
+        return {"apps": sorted(self.apps), "global": self.global_grant}
+
+    def may_see_task(self, task: dict) -> bool:
+        if not self.is_app:
+            return True
+        if task.get("kid") and task.get("kid") == self.kid:
+            return True
+        return bool(task.get("app_id")) and task.get("app_id") in self.apps
