@@ -57,6 +57,8 @@ class KafkaSecurity:
     mechanism: str = "SCRAM-SHA-512"
     username: str = ""
     password: str = ""
+    # Kafka's StandardAuthorizer on, no ACL = denied; this user (and the broker) super.
+    authorizer: bool = False
 
     @classmethod
     def from_settings(cls, s: Settings) -> KafkaSecurity | None:
@@ -106,6 +108,7 @@ def _kafka_properties(
     security: KafkaSecurity | None = None,
 ) -> str:
     lst = security.protocol if security else "PLAINTEXT"  # listener name = its protocol
+    ctl = "SSL" if security else "PLAINTEXT"  # secured: the controller wants a CA-signed cert
     return "\n".join(
         [
             "process.roles=broker,controller",
@@ -115,7 +118,7 @@ def _kafka_properties(
             f"advertised.listeners={lst}://{ep.host}:{ep.port}",
             "controller.listener.names=CONTROLLER",
             f"inter.broker.listener.name={lst}",
-            f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,{lst}:{lst}",
+            f"listener.security.protocol.map=CONTROLLER:{ctl},{lst}:{lst}",
             *_security_properties(data_dir, ep, security),
             f"log.dirs={data_dir / 'kafka' / 'data'}",
             f"num.partitions={partitions}",
@@ -156,16 +159,26 @@ def _security_properties(data_dir: Path, ep: Endpoint, security: KafkaSecurity |
             f"sasl.mechanism.inter.broker.protocol={mech}",
             f"listener.name.{security.protocol.lower()}.{mech.lower()}.sasl.jaas.config={jaas}",
         ]
-    if security.tls:
-        from ops.tls import issue_server_cert  # cryptography, only when asked for
+    from ops.tls import issue_server_cert, subject  # cryptography, only when asked for
 
-        cert = issue_server_cert(tls_dir(data_dir), "kafka", [ep.host])
+    # The broker's certificate serves the TLS client listener and the controller listener,
+    # where it is also the broker's client certificate (nobody without one gets in).
+    cert = issue_server_cert(tls_dir(data_dir), "kafka", [ep.host])
+    lines += [
+        "ssl.keystore.type=PEM",
+        f"ssl.keystore.location={cert.bundle}",
+        "ssl.truststore.type=PEM",
+        f"ssl.truststore.location={cert.ca}",
+        "ssl.client.auth=none",
+        "listener.name.controller.ssl.client.auth=required",
+    ]
+    if security.authorizer:
+        if not security.sasl:
+            raise StackError("kafka: the authorizer needs a SASL protocol (the users' principals)")
         lines += [
-            "ssl.keystore.type=PEM",
-            f"ssl.keystore.location={cert.bundle}",
-            "ssl.truststore.type=PEM",
-            f"ssl.truststore.location={cert.ca}",
-            "ssl.client.auth=none",
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found=false",
+            f"super.users=User:{subject(cert.cert)};User:{security.username}",
         ]
     return lines
 

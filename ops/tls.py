@@ -152,3 +152,8 @@ def issue_server_cert(tls_dir: Path, name: str, hosts: list[str]) -> ServerCert:
     _write(out.cert, chain)
     _write(out.bundle, _key_pem(key) + chain, private=True)
     return out
+
+
+def subject(cert_file: Path) -> str:
+    """A certificate's subject as Kafka names an SSL principal (``CN=…,O=…``)."""
+    return x509.load_pem_x509_certificate(cert_file.read_bytes()).subject.rfc4514_string()

@@ -23,12 +23,16 @@ USER = "memstream"
 
 @contextmanager
 def secure_kafka(
-    data_dir: Path, protocol: str = "SASL_SSL", mechanism: str = "SCRAM-SHA-512"
+    data_dir: Path,
+    protocol: str = "SASL_SSL",
+    mechanism: str = "SCRAM-SHA-512",
+    authorizer: bool = True,
 ) -> Iterator[dict[str, Any]]:
-    """Start the broker secured; yield the settings (as an update) that reach it."""
+    """Start the broker secured (ACLs enforced; memstream's user is super); yield the
+    settings (as an update) that reach it."""
     password = secrets.token_urlsafe(16)
     bootstrap = f"127.0.0.1:{free_port()}"
-    security = stack.KafkaSecurity(protocol, mechanism, USER, password)
+    security = stack.KafkaSecurity(protocol, mechanism, USER, password, authorizer)
     try:
         stack.start_kafka(
             data_dir, bootstrap, partitions=1, controller_port=free_port(), security=security

@@ -1,5 +1,6 @@
 """TLS and broker auth end to end: add → recall through a SASL/SCRAM-over-TLS broker and
-an HTTPS API; a wrong SCRAM password and a plaintext client are refused."""
+an HTTPS API; a wrong SCRAM password and a plaintext client are refused; with ACLs, a
+platform's principal may write memory.conversations but not memory.commands."""
 
 from __future__ import annotations
 
@@ -9,8 +10,18 @@ from pathlib import Path
 
 import httpx
 import pytest
-from confluent_kafka import KafkaError
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from dataflows.ingest.flow import build_flow
 from dataflows.runner import FlowThread
@@ -19,6 +30,7 @@ from ops.procs import free_port
 from recall_api.app import create_app
 from recall_api.services import Services
 from recall_api.serving import api_base_url, server_config
+from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
 from sinks.kafka import KafkaBus
 from sinks.kafka_config import kafka_client_config
 from sinks.stores import Stores
@@ -102,3 +114,46 @@ def test_add_then_recall_through_sasl_tls_and_https(secure, stores, embedder, us
     finally:
         flow.stop()
         secured.kafka.close()
+
+
+def _deliver(conf: dict, topic: str) -> KafkaError | None:
+    results: list = []
+    producer = Producer({**conf, "message.timeout.ms": 8000, "log_level": 0})
+    producer.produce(topic, b"{}", key=b"1", on_delivery=lambda err, _msg: results.append(err))
+    producer.flush(15)
+    return results[0] if results else KafkaError(KafkaError._MSG_TIMED_OUT)
+
+
+def test_acls_keep_other_principals_off_memory_commands(secure) -> None:
+    """The README's lock: only memstream's principal may write memory.commands."""
+    bus = KafkaBus.from_settings(secure)
+    bus.setup()
+    bus.ensure_topics()
+    admin, conversations, commands = (
+        bus.admin,
+        bus.topic(TOPIC_CONVERSATIONS),
+        bus.topic(TOPIC_COMMANDS),
+    )
+    scram = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+    for fut in admin.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("platform", scram, b"platform-pw")]
+    ).values():
+        fut.result(10)
+    allow = AclBinding(
+        ResourceType.TOPIC,
+        conversations,
+        ResourcePatternType.LITERAL,
+        "User:platform",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
+    for fut in admin.create_acls([allow]).values():
+        fut.result(10)
+    platform = {**kafka_client_config(secure), "sasl.username": "platform"}
+    platform["sasl.password"] = "platform-pw"
+    assert _deliver(platform, conversations) is None  # the platform may add
+    denied = _deliver(platform, commands)
+    assert denied is not None and denied.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert _deliver(kafka_client_config(secure), commands) is None  # memstream may
+    bus.close()

@@ -137,7 +137,14 @@ def test_secured_broker_properties(tmp_path: Path) -> None:
     assert "inter.broker.listener.name=SASL_SSL" in props
     assert "sasl.enabled.mechanisms=SCRAM-SHA-512" in props
     assert "ssl.keystore.type=PEM" in props
+    assert "listener.security.protocol.map=CONTROLLER:SSL,SASL_SSL:SASL_SSL" in props
+    assert "listener.name.controller.ssl.client.auth=required" in props  # broker cert only
+    assert "authorizer.class.name" not in props
     assert (tmp_path / "tls" / "ca.pem").exists()
+    acl = stack.KafkaSecurity("SASL_SSL", "SCRAM-SHA-512", "memstream", "pw", authorizer=True)
+    props = stack._kafka_properties(tmp_path, stack.Endpoint("127.0.0.1", 9092), 9093, 1, acl)
+    assert "allow.everyone.if.no.acl.found=false" in props
+    assert "super.users=User:CN=127.0.0.1,O=memstream local stack;User:memstream" in props
     with pytest.raises(stack.StackError, match="SCRAM password"):
         bad = stack.KafkaSecurity("SASL_SSL", "SCRAM-SHA-512", "memstream", 'p"w')
         stack._kafka_properties(tmp_path, stack.Endpoint("127.0.0.1", 9092), 9093, 1, bad)
