@@ -6,8 +6,9 @@ temporary data dir), so the tests exercise the very code that users run.
 The broker listens in plaintext unless given a :class:`KafkaSecurity`: then its one
 client listener is SSL, SASL_PLAINTEXT or SASL_SSL (SCRAM), with a self-signed CA and
 broker certificate under ``<data_dir>/tls`` (ops.tls) and the SCRAM user written into
-the storage when it is formatted (KIP-900). The KRaft controller listener stays
-plaintext on the same loopback host; it serves no client requests.
+the storage when it is formatted (KIP-900). The KRaft controller listener is then TLS
+with client certificates: only the broker's own CA-signed certificate gets in. With
+``authorizer`` the broker enforces ACLs (no ACL = denied; the SCRAM user is super).
 """
 
 from __future__ import annotations
