@@ -25,7 +25,8 @@ def create_app(settings: Settings, stores: Stores, services: Services | None = N
     app.state.settings = settings
     app.state.stores = stores
     app.state.services = services
-    install_error_handlers(app)
+    # an add's body is at most its event; the slack is for the JSON around the turns
+    install_error_handlers(app, max_body_bytes=settings.max_event_bytes + 64 * 1024)
 
     @app.middleware("http")
     async def _trace(request: Request, call_next):  # type: ignore[no-untyped-def]

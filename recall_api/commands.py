@@ -13,7 +13,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from recall_api.errors import ApiError
+from recall_api.errors import ApiError, is_outage, unavailable
 from recall_api.services import Services
 from schemas.commands import Command, result_key
 from schemas.errors import ErrorCode
@@ -33,8 +33,14 @@ async def run_command(
         op=op, command_id=command_id, user_id=user_id, payload=payload, at=datetime.now(UTC)
     )
     bus = svc.stores.kafka
-    bus.produce_json(bus.topic(TOPIC_COMMANDS), str(user_id), cmd.model_dump(mode="json"))
-    result = await asyncio.to_thread(_wait, svc, command_id, timeout_s)
+    try:
+        bus.produce_json(bus.topic(TOPIC_COMMANDS), str(user_id), cmd.model_dump(mode="json"))
+        result = await asyncio.to_thread(_wait, svc, command_id, timeout_s)
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
+        # the command may be on its way to the writer: say how to retry without a twin
+        raise unavailable("a store or the broker", command_id) from exc
     if result is None:
         raise ApiError(
             ErrorCode.UNAVAILABLE,

@@ -10,6 +10,7 @@ the DLQ with the reason in the dataflow).
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
@@ -55,3 +56,22 @@ def check_tags(tags: dict[str, Any]) -> dict[str, Any]:
 
 
 CustomTags = Annotated[dict[str, Any], AfterValidator(check_tags)]
+
+
+# What the stores can hold: ClickHouse DateTime64 spans 1900-01-01 .. 2299-12-31.
+STORE_TIME_MIN = datetime(1900, 1, 1, tzinfo=UTC)
+STORE_TIME_MAX = datetime(2299, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+def store_time(value: datetime) -> datetime:
+    """An instant as UTC (naive = UTC) inside what the stores can hold; a bound of a query
+    beyond that range means the same as the range's end."""
+    value = value.replace(tzinfo=UTC) if value.utcoffset() is None else value
+    try:
+        value = value.astimezone(UTC)
+    except OverflowError:  # year 1 at +01:00 or 9999 at -01:00
+        return STORE_TIME_MIN if value.year < 1900 else STORE_TIME_MAX
+    return min(max(value, STORE_TIME_MIN), STORE_TIME_MAX)
+
+
+QueryTime = Annotated[datetime, AfterValidator(store_time)]

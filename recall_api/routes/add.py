@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from typing import Any
 
@@ -10,12 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
-from recall_api.errors import ApiError
+from recall_api.errors import OUTAGES, ApiError, unavailable
 from recall_api.services import Services
 from schemas.commands import StructuredMemory
 from schemas.enums import Level, Ownership
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent, Message, Strategy, UserId
+from sinks.errors import StoreUnavailable
 
 router = APIRouter(prefix="/memory/v1", tags=["write"])
 
@@ -30,10 +33,29 @@ class AddRequest(BaseModel):
     level: Level | None = None
     messages: list[Message] = Field(min_length=1)
     strategy: Strategy | None = None
+    # Resending an add with the same request_id gives the same task (and no second copy).
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 class StructuredRequest(StructuredMemory):
     request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+def add_task_id(user_id: int, request_id: str) -> str:
+    """The task of an add: the same for a resend of the same request (idempotent)."""
+    return "t_" + hashlib.sha256(f"{user_id}:{request_id}".encode()).hexdigest()[:24]
+
+
+def event_bytes(event: ConversationEvent, max_bytes: int) -> bytes:
+    """The event as produced; over ``max_bytes`` (the ingest's limit) it is refused here."""
+    raw = json.dumps(event.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+    data = raw.encode("utf-8")
+    if len(data) > max_bytes:
+        raise ApiError(
+            ErrorCode.BAD_PARAMETER,
+            f"the add is {len(data)} bytes as an event, over max_event_bytes ({max_bytes})",
+        )
+    return data
 
 
 def check_switch(svc: Services, user_id: int, app_id: str | None) -> None:
@@ -57,15 +79,23 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]
                 ErrorCode.BAD_PARAMETER,
                 f"messages[{i}].content exceeds {s.max_message_bytes} bytes",
             )
+    request_id = body.request_id or f"r_{uuid.uuid4().hex}"
     try:
         event = ConversationEvent(
-            task_id=f"t_{uuid.uuid4().hex[:24]}", **body.model_dump(exclude_none=True)
+            task_id=add_task_id(body.user_id, request_id),
+            **body.model_dump(exclude_none=True, exclude={"request_id"}),
         )
     except ValueError as exc:
         raise ApiError(ErrorCode.BAD_PARAMETER, str(exc).splitlines()[-1].strip()) from None
     check_switch(svc, body.user_id, body.app_id)
-    payload = event.model_dump(mode="json", exclude_none=True)
+    payload = event_bytes(event, s.max_event_bytes)
     tasks, bus = svc.tasks, svc.stores.kafka
+    try:
+        svc.stores.redis.client.ping()  # the task status must be recordable: say so now
+    except OUTAGES as exc:
+        raise unavailable("Redis", request_id) from exc
+    if (known := tasks.get(event.task_id)) is not None and known["status"] != "failed":
+        return {"code": 0, "msg": "ok", "data": {"task_id": event.task_id, "accepted": True}}
     tasks.accepted(event.task_id, body.user_id)
 
     def delivered(err, _msg) -> None:
@@ -84,9 +114,13 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]
                 ]
             )
 
-    bus.produce_json(
-        bus.topic(TOPIC_CONVERSATIONS), str(body.user_id), payload, on_delivery=delivered
-    )
+    try:
+        bus.produce_json(
+            bus.topic(TOPIC_CONVERSATIONS), str(body.user_id), payload, on_delivery=delivered
+        )
+    except StoreUnavailable as exc:  # not queued: nothing will land
+        delivered(exc, None)
+        raise unavailable("Kafka", request_id) from exc
     return {"code": 0, "msg": "ok", "data": {"task_id": event.task_id, "accepted": True}}
 
 

@@ -15,7 +15,7 @@ from recall_api.errors import ApiError
 from schemas.enums import Level, OpType
 from schemas.errors import ErrorCode
 from schemas.events import UINT64_MAX
-from schemas.limits import CustomTags
+from schemas.limits import CustomTags, QueryTime
 
 router = APIRouter(prefix="/memory/v1", tags=["manage"])
 UserId = Field(strict=True, ge=0, le=UINT64_MAX)  # true is not user 1
@@ -87,9 +87,9 @@ class ChangeLogRequest(BaseModel):
     app_id: str | None = None
     level: Level | None = None
     op_types: list[OpType] | None = None
-    start: datetime | None = None
-    end: datetime | None = None
-    page: int = Field(default=1, ge=1)
+    start: QueryTime | None = None  # clamped to what the store holds (1900..2299)
+    end: QueryTime | None = None
+    page: int = Field(default=1, ge=1, le=1_000_000)
     page_size: int = Field(default=50, ge=1, le=500)
 
 

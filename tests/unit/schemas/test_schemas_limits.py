@@ -1,0 +1,86 @@
+"""The edge's limits as types: strict user ids, bounded custom_tags, storable query times."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from schemas.limits import (
+    MAX_TAGS_DEPTH,
+    STORE_TIME_MAX,
+    STORE_TIME_MIN,
+    CustomTags,
+    QueryTime,
+    UserId,
+    json_depth,
+)
+
+
+def _nest(levels: int) -> dict:
+    tags: dict = {}
+    node = tags
+    for _ in range(levels - 1):
+        node["k"] = {}
+        node = node["k"]
+    return tags
+
+
+@pytest.mark.parametrize(
+    ("value", "depth"),
+    [(1, 0), ({}, 1), ({"a": 1}, 1), ({"a": [1, {"b": 2}]}, 3), (_nest(8), 8), (_nest(10_000), 10)],
+)
+def test_json_depth(value, depth) -> None:
+    assert json_depth(value) == depth  # a hostile tree stops counting past the limit
+
+
+@pytest.mark.parametrize(
+    ("tags", "ok"),
+    [
+        ({"a": {"b": [1, 2]}}, True),
+        (_nest(MAX_TAGS_DEPTH), True),
+        (_nest(MAX_TAGS_DEPTH + 1), False),
+        (_nest(100_000), False),
+        ({"a": "é" * 4000}, True),  # 8,008 bytes as UTF-8
+        ({"a": "é" * 4096}, False),  # 4,105 characters but 8,200 bytes
+        ({"a": "x" * 8200}, False),
+    ],
+)
+def test_custom_tags_depth_and_bytes(tags, ok) -> None:
+    adapter = TypeAdapter(CustomTags)
+    if ok:
+        assert adapter.validate_python(tags) == tags
+    else:
+        with pytest.raises(ValidationError):
+            adapter.validate_python(tags)
+
+
+@pytest.mark.parametrize(
+    ("raw", "ok"), [("7", True), ("true", False), ('"7"', False), ("7.0", False), ("-1", False)]
+)
+def test_user_id_is_a_json_integer(raw, ok) -> None:
+    adapter = TypeAdapter(UserId)
+    if ok:
+        assert adapter.validate_json(raw) == 7
+    else:
+        with pytest.raises(ValidationError):
+            adapter.validate_json(raw)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (datetime(999, 1, 1), STORE_TIME_MIN),
+        (datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))), STORE_TIME_MIN),
+        (datetime(9999, 12, 31, tzinfo=timezone(timedelta(hours=-1))), STORE_TIME_MAX),
+        (datetime(2026, 1, 1, 12), datetime(2026, 1, 1, 12, tzinfo=UTC)),
+        (
+            datetime(2026, 1, 1, 12, tzinfo=timezone(timedelta(hours=8))),
+            datetime(2026, 1, 1, 4, tzinfo=UTC),
+        ),
+    ],
+)
+def test_query_times_are_utc_inside_what_the_store_holds(value, expected) -> None:
+    got = TypeAdapter(QueryTime).validate_python(value)
+    assert got == expected and got.tzinfo is UTC
