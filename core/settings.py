@@ -186,6 +186,8 @@ class Settings(BaseSettings):
     session_max_turns: int = Field(20, ge=1)
     context_turns: int = Field(10, ge=0)
     max_message_bytes: int = Field(64 * 1024, ge=1)
+    # Checked by the API's add and by the ingest; keep it under the broker's message.max.bytes
+    # (4 MiB in the local stack) so that an accepted event can always be produced.
     max_event_bytes: int = Field(1024 * 1024, ge=1)
     max_turns_per_event: int = Field(200, ge=1)
 
@@ -292,6 +294,8 @@ class Settings(BaseSettings):
             raise ValueError("dense_calibration: must be [lo, cut, hi] with lo < cut < hi")
         if self.consolidation_min_cluster > self.consolidation_max_cluster:
             raise ValueError("consolidation_min_cluster: must not exceed consolidation_max_cluster")
+        if self.max_message_bytes > self.max_event_bytes:  # one turn is part of an event
+            raise ValueError("max_message_bytes: must not exceed max_event_bytes")
         return self
 
     # --- derived locations ---
