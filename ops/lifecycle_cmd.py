@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.settings import Settings, get_settings
+from recall_api.serving import api_base_url, client_ssl_context
 
 
 class NodeUnreachable(Exception):
@@ -86,13 +87,15 @@ def via_node(
 ) -> tuple[int, dict]:
     host = "127.0.0.1" if settings.api_host in ("0.0.0.0", "") else settings.api_host
     host = f"[{host}]" if ":" in host else host
-    url = f"http://{host}:{settings.api_port}/admin/v1/lifecycle/run"
+    url = f"{api_base_url(settings, host)}/admin/v1/lifecycle/run"
     payload = json.dumps({"now": now.isoformat(), "users": users}).encode()
     req = urllib.request.Request(
         url, data=payload, headers={"content-type": "application/json"}, method="POST"
     )
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(
+            req, timeout=timeout, context=client_ssl_context(settings)
+        ) as resp:
             return resp.status, json.loads(resp.read() or b"{}")
     except urllib.error.HTTPError as exc:
         try:

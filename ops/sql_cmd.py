@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from core.settings import get_settings
+from recall_api.serving import api_base_url, client_verify
 
 
 def add_parser(subparsers: Any) -> None:
@@ -39,8 +40,10 @@ def _query(query: str, max_rows: int) -> tuple[list[str], list[list]]:
         store.connect()
         columns, rows = store.query_readonly(query, max_rows)
         return columns, [list(r) for r in rows]
-    url = f"http://{s.api_host}:{s.api_port}/admin/v1/sql"
-    resp = httpx.post(url, json={"query": query, "max_rows": max_rows}, timeout=120).json()
+    url = f"{api_base_url(s)}/admin/v1/sql"
+    resp = httpx.post(
+        url, json={"query": query, "max_rows": max_rows}, timeout=120, verify=client_verify(s)
+    ).json()
     if resp.get("code") != 0:
         raise RuntimeError(resp.get("msg", "query failed"))
     return resp["data"]["columns"], resp["data"]["rows"]

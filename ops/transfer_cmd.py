@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from core.settings import get_settings
+from recall_api.serving import api_base_url, client_verify
 
 KEEP = (
     "app_id",
@@ -49,7 +50,9 @@ def _client() -> httpx.Client:
     headers = {}
     if s.api_keys:
         headers["Authorization"] = f"Bearer {next(iter(s.api_keys))}"
-    return httpx.Client(base_url=f"http://{s.api_host}:{s.api_port}", timeout=60, headers=headers)
+    return httpx.Client(
+        base_url=api_base_url(s), timeout=60, headers=headers, verify=client_verify(s)
+    )
 
 
 def _progress(label: str, done: int, total: int) -> None:

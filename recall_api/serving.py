@@ -55,3 +55,8 @@ def client_ssl_context(s: Settings) -> ssl.SSLContext | None:
     if not tls_enabled(s):
         return None
     return ssl.create_default_context(cafile=s.api_tls_ca_file or None)
+
+
+def client_verify(s: Settings) -> ssl.SSLContext | bool:
+    """httpx's ``verify`` for memstream's own CLI calls to its API."""
+    return client_ssl_context(s) or True

@@ -165,3 +165,18 @@ def test_clickhouse_https_url_tls_options() -> None:
         server_kwargs("https://ch?sslmode=require", "u", "p")
     with pytest.raises(ValueError, match="unsupported"):
         server_kwargs("http://ch?ca_cert=/etc/ca.pem", "u", "p")  # TLS options need https
+
+
+def test_cli_calls_trust_the_api_ca(tmp_path: Path) -> None:
+    from recall_api.serving import client_verify
+
+    assert client_verify(Settings()) is True  # plain HTTP: httpx's default
+    cert = issue_server_cert(tmp_path, "api", ["127.0.0.1"])
+    s = Settings(
+        api_tls_cert_file=str(cert.cert),
+        api_tls_key_file=str(cert.key),
+        api_tls_ca_file=str(cert.ca),
+    )
+    ctx = client_verify(s)
+    assert isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_REQUIRED
+    assert ctx.get_ca_certs()  # the local CA loaded
