@@ -40,15 +40,17 @@ _EN_GREETING = re.compile(
 _FILLER_WORDS = (
     r"(?:ok|okay|oh|ah|well|so|yes|yeah|yep|no|nope|sure|um|uh|hmm+|btw|by the way|fyi|"
     r"anyway|also|actually|alright|great|cool|nice|and|but|honestly|basically|just so you know|"
+    r"(?:big |good |great |some )?news|guess what|update|fun fact|"
     r"wow|whoa|woah|omg|oh my (?:god|gosh)|oh man|aw+|yay|ooh|oops|ugh|gosh|geez|ha(?:ha)+h?|"
     r"he(?:he)+|lol|lmao|"
     r"for the record|(?:please )?(?:remember|note|keep in mind)(?: that)?)"
 )
-_EN_FILLER_PUNCT = re.compile(rf"^(?:{_FILLER_WORDS}\s*[,!.:;-]+\s*)+", re.I)
+_EN_FILLER_PUNCT = re.compile(rf"^(?:{_FILLER_WORDS}\s*(?:[,!.:;-]+|$)\s*)+", re.I)
 _EN_FILLER_LEAD = re.compile(rf"^(?:{_FILLER_WORDS}\s+)+(?={_EN_FIRST})", re.I)
 _ZH_GREETING = re.compile(
     r"^(?:(?:你好|您好|大家好|嗨|哈喽|哈啰|早上好|上午好|中午好|下午好|晚上好|早安|晚安|"
-    r"谢谢你?|多谢|好的|好吧|嗯+|哦+|噢|啊|对|对了|是的|没错|其实|另外|还有|然后|那个|呃|"
+    r"谢谢你?|多谢|好的|好吧|嗯+|哦+|噢|啊|对了|对|是的|没错|其实|另外|还有|然后|那个|呃|话说|"
+    r"大消息|好消息|更新一下|告诉你个事|"
     r"请记住|记住|请记得|跟你说|告诉你|顺便说一下|顺便说|说实话|hi|hello|"
     r"[哈呵嘿嘻]{2,}|哇塞|哇哦|哎呀|天哪|天啊|(?:哈|哇|嘿|哎|哦)(?=[\s，,！!。.~～]))"
     r"[\s，,！!。.~～、:：]*)+",
