@@ -108,7 +108,7 @@ class Settings(BaseSettings):
     api_tls_cert_file: str = ""
     api_tls_key_file: str = ""
     api_tls_key_password: SecretStr = SecretStr("")
-    api_tls_ca_file: str = ""  # the CA the CLI trusts for its own /readyz calls
+    api_tls_ca_file: str = ""  # the CA the CLI trusts when it calls the node
     # Every Kafka client memstream builds (producers, consumers, admin, Bytewax) reads these.
     kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     kafka_sasl_mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
