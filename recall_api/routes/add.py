@@ -139,6 +139,8 @@ async def add_structured(
 @router.get("/tasks/{task_id}")
 def task_status(task_id: str, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     found = svc.tasks.get(task_id)
+    if found is None and not svc.stores.redis.ping():  # unknown, or only unreadable now?
+        raise unavailable("Redis (task status)")
     if found is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown task '{task_id}' (or its status expired)")
     return {"code": 0, "msg": "ok", "data": found}

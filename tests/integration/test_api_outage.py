@@ -40,6 +40,9 @@ def test_writes_during_a_redis_outage_answer_50301_and_retry_once(
         assert out["data"]["request_id"] in out["msg"]
         down[path] = out["data"]["request_id"]
 
+    status = api.get("/memory/v1/tasks/t_any").json()  # not "unknown task": unreadable now
+    assert status["code"] == 50301, status
+
     redis_down()  # Redis is back
 
     def resend():
