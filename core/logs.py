@@ -12,7 +12,9 @@ import json
 import logging
 import sys
 import time
+import traceback
 import uuid
+from pathlib import Path
 
 trace_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("trace_id", default="")
 
@@ -55,3 +57,16 @@ def setup_logging(level: str = "INFO", as_json: bool = True) -> None:
 def log_fields(**fields: object) -> dict[str, dict[str, object]]:
     """`logger.info("msg", extra=log_fields(user_id=1, count=3))`."""
     return {"fields": fields}
+
+
+def describe_error(exc: BaseException) -> dict[str, str]:
+    """An exception for a log line without its message: messages of validation, store and
+    model errors can quote what they were given (memory content, model output), so a log
+    names the type and where it was raised, never what it said."""
+    frames = traceback.extract_tb(exc.__traceback__)[-6:] if exc.__traceback__ else []
+    where = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
+    cause = exc.__cause__ or exc.__context__
+    out = {"error": type(exc).__name__, "where": where}
+    if cause is not None:
+        out["cause"] = type(cause).__name__
+    return out

@@ -22,6 +22,8 @@ from bytewax.dataflow import Dataflow
 from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.run import cli_main
 
+from core.logs import describe_error
+
 log = logging.getLogger(__name__)
 
 
@@ -81,10 +83,10 @@ class FlowThread(threading.Thread):
                 log.error(
                     "flow %s failed (%s); restarting in %.0fs",
                     self.flow_name,
-                    exc,
+                    type(exc).__name__,  # never its message: it may quote memory content
                     delay,
                     extra={
-                        "fields": {"flow": self.flow_name, "error": str(exc)[:500], "in_s": delay}
+                        "fields": {"flow": self.flow_name, **describe_error(exc), "in_s": delay}
                     },
                 )
                 self.stop_event.wait(delay)

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from core.logs import trace_id_var
+from core.logs import describe_error, trace_id_var
 from schemas.errors import ErrorCode
 from sinks.errors import StoreUnavailable
 
@@ -82,10 +82,10 @@ def unavailable(what: str, request_id: str | None = None) -> ApiError:
 def unexpected(exc: BaseException) -> JSONResponse:
     """The answer to an error nobody handled: 50301 for an outage, else 50000."""
     if is_outage(exc):
-        log.warning("backend unavailable", extra={"fields": {"error": type(exc).__name__}})
+        log.warning("backend unavailable", extra={"fields": describe_error(exc)})
         err = unavailable("a store or the broker")
         return envelope(err.code, err.msg, err.data)
-    log.error("unhandled error", exc_info=exc)
+    log.error("unhandled error", extra={"fields": describe_error(exc)})
     return envelope(ErrorCode.INTERNAL, "internal error; quote the trace_id")
 
 
@@ -112,7 +112,7 @@ class CatchAll:
             await self.app(scope, receive, tracked)
         except Exception as exc:  # the last line of defence, by design
             if started:  # headers are out: nothing truthful can be sent any more
-                log.error("error after the response started", exc_info=exc)
+                log.error("error after the response started", extra={"fields": describe_error(exc)})
                 return
             await unexpected(exc)(scope, receive, send)
 

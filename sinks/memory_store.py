@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from core.logs import describe_error
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
@@ -130,7 +131,7 @@ class MemoryStore:
             except Exception as exc:
                 log.warning(
                     "milvus write failed",
-                    extra={"fields": {"attempt": attempt + 1, "error": str(exc)[:200]}},
+                    extra={"fields": {"attempt": attempt + 1, **describe_error(exc)}},
                 )
                 time.sleep(0.1 * 2**attempt)
         ids = [m.memory_id for m in batch.memories] + batch.milvus_deletes

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from core.logs import describe_error
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import Via
 from dataflows.runtime import Runtime
@@ -55,8 +56,4 @@ class LifecyclePasses:
             try:
                 self.run()
             except Exception as exc:  # a failed pass is retried at the next tick
-                log.error(
-                    "lifecycle pass failed",
-                    exc_info=True,
-                    extra={"fields": {"error": str(exc)[:300]}},
-                )
+                log.error("lifecycle pass failed", extra={"fields": describe_error(exc)})

@@ -143,7 +143,9 @@ def failing_server(settings, stores):
     thread.join(10)
 
 
-def test_unexpected_error_answers_the_envelope_and_keeps_the_connection(failing_server) -> None:
+def test_unexpected_error_answers_the_envelope_and_keeps_the_connection(
+    failing_server, caplog
+) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", failing_server, timeout=10)
     for _ in range(2):  # the same connection serves the next request
         conn.request("GET", "/boom")
@@ -156,3 +158,6 @@ def test_unexpected_error_answers_the_envelope_and_keeps_the_connection(failing_
     conn.request("GET", "/healthz")
     assert conn.getresponse().status == 200
     conn.close()
+    logged = [r for r in caplog.records if r.name == "recall_api.errors"]
+    assert logged and all(SECRET not in r.getMessage() and not r.exc_info for r in logged)
+    assert all(SECRET not in str(getattr(r, "fields", "")) for r in logged)
