@@ -51,7 +51,7 @@ class Command(BaseModel):
         return cls(
             op=op,
             command_id=f"{id_prefix}_{uuid.uuid4().hex}",
-            user_id=user_id,
+            user_id=int(user_id),  # a numpy id from a store query is one too (strict field)
             payload=payload.model_dump(mode="json"),
             at=datetime.now(UTC),
         )
