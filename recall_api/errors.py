@@ -13,10 +13,12 @@ from __future__ import annotations
 import logging
 
 import redis
+from clickhouse_connect.driver.exceptions import OperationalError as ClickHouseOperationalError
 from confluent_kafka import KafkaException
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pymilvus.exceptions import MilvusUnavailableException
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -43,6 +45,8 @@ OUTAGES: tuple[type[Exception], ...] = (
     redis.ConnectionError,
     redis.TimeoutError,
     StoreUnavailable,
+    ClickHouseOperationalError,  # a ClickHouse server that cannot be reached
+    MilvusUnavailableException,
 )
 RETRY_AFTER_S = 1
 
