@@ -7,8 +7,9 @@ prints one JSON object with its numbers (plus a one-line summary per phase).
 Adding a bench: write ``_add_<name>(sub)`` that adds its sub-parser and sets
 ``func`` (a callable ``(args) -> int``) with ``set_defaults``, import the heavy module
 inside that callable (so ``memstream --help`` stays fast), and list the function in
-``BENCHES``: ``recall``, ``ingest``, ``embed`` and ``quality`` (``ops.bench_quality``;
-it also writes its JSON to ``--out``).
+``BENCHES``: ``recall``, ``ingest``, ``embed``, ``quality`` (``ops.bench_quality``;
+it also writes its JSON to ``--out``) and ``soak`` (``ops.bench_soak``: a real node
+process under a mixed load, watched for leaks).
 """
 
 from __future__ import annotations
@@ -220,4 +221,31 @@ def _rate(value: str) -> float | None:
     return rate
 
 
-BENCHES: tuple[Callable[[Any], None], ...] = (_add_recall, _add_ingest, _add_embed, _add_quality)
+# ------------------------------------------------------------------ soak
+def _add_soak(sub: Any) -> None:
+    p = sub.add_parser(
+        "soak",
+        help="mixed add/recall/update/delete/purge against a real node; RSS, files, threads",
+        description="Start a node subprocess with API keys on, drive a mixed load from "
+        "CLIENTS threads for DURATION seconds, report recall latency, every answer's code "
+        "and the node's RSS, open files and threads at the start and the end.",
+    )
+    p.add_argument("--duration", type=float, default=300.0, help="seconds (default 300)")
+    p.add_argument("--clients", type=_positive, default=4)
+    p.add_argument("--users", type=_positive, default=50)
+    p.set_defaults(func=_run_soak)
+
+
+def _run_soak(args: argparse.Namespace) -> int:
+    from ops.bench_soak import main
+
+    return main(get_settings(), args.duration, args.clients, args.users)
+
+
+BENCHES: tuple[Callable[[Any], None], ...] = (
+    _add_recall,
+    _add_ingest,
+    _add_embed,
+    _add_quality,
+    _add_soak,
+)

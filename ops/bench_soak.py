@@ -1,0 +1,238 @@
+"""`memstream bench soak`: a mixed load against a real node process, watched for leaks.
+
+A throw-away stack (Kafka, Redis on free ports, a temporary data dir) and a real node
+subprocess (``ops.stack.start_node``, as ``memstream up`` runs it) with API keys on: an
+admin key and one app key per client. CLIENTS threads then loop for DURATION seconds
+over a pool of users, each request drawn from a fixed mix — add_structured, add,
+recall, update, delete, batch_delete and, rarely, purge (admin key) — and every answer's
+envelope code is counted per operation.
+
+The node is sampled from ``/proc/<pid>`` every few seconds: resident memory (VmRSS),
+open file descriptors and threads. The report gives recall p50/p95/p99, the codes, and
+the node's numbers after warm-up and at the end, plus their drift: a leak shows as RSS
+or open files that keep growing with the load (``rss_growth_mb_per_min``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from core.settings import Settings
+from ops import stack
+from ops.bench_env import percentiles
+from ops.procs import free_port, wait_until
+from sinks import keystore
+
+MIX = (
+    ("recall", 50),
+    ("add_structured", 18),
+    ("add", 8),
+    ("update", 10),
+    ("delete", 7),
+    ("batch_delete", 5),
+    ("purge", 2),
+)
+APP = "soak"
+SAMPLE_S = 5.0
+WORDS = (
+    "tea coffee Lisbon Osaka cello tennis bakery hiking Dune Prius garden kittens "
+    "jazz marathon pottery sushi river library sunrise chess"
+).split()
+
+
+def _proc_stats(pid: int) -> dict[str, float]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+    return {
+        "rss_mb": round(rss_kb / 1024, 1),
+        "open_files": len(os.listdir(f"/proc/{pid}/fd")),
+        "threads": len(os.listdir(f"/proc/{pid}/task")),
+    }
+
+
+def _sentence(rng: random.Random) -> str:
+    return f"I like {rng.choice(WORDS)} and {rng.choice(WORDS)} ({rng.randrange(10**6)})"
+
+
+class _Client(threading.Thread):
+    def __init__(self, i: int, base: str, key: str, admin: str, users: list[int], until: float):
+        super().__init__(name=f"soak-{i}", daemon=True)
+        self.rng = random.Random(i)
+        self.http = httpx.Client(base_url=base, timeout=30)
+        self.key, self.admin, self.users, self.until = key, admin, users, until
+        self.codes: dict[str, Counter] = defaultdict(Counter)
+        self.recall_ms: list[float] = []
+        self.ids: dict[int, list[str]] = defaultdict(list)
+        ops, weights = zip(*MIX, strict=True)
+        self.ops, self.weights = ops, weights
+
+    def _post(self, path: str, body: dict, admin: bool = False) -> dict:
+        key = self.admin if admin else self.key
+        try:
+            resp = self.http.post(path, json=body, headers={"Authorization": f"Bearer {key}"})
+            return resp.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            return {"code": f"transport:{type(exc).__name__}"}
+
+    def run(self) -> None:
+        while time.monotonic() < self.until:
+            op = self.rng.choices(self.ops, self.weights)[0]
+            user = self.rng.choice(self.users)
+            mine = self.ids[user]
+            if op in ("update", "delete", "batch_delete") and not mine:
+                op = "add_structured"
+            body: dict[str, Any] = {"user_id": user}
+            path = f"/memory/v1/{op}"
+            if op == "recall":
+                body |= {"query": self.rng.choice(WORDS), "scope": {"app_id": APP}}
+            elif op == "add_structured":
+                body |= {"app_id": APP, "content": _sentence(self.rng)}
+            elif op == "add":
+                body |= {
+                    "app_id": APP,
+                    "messages": [{"role": "user", "content": _sentence(self.rng)}],
+                }
+            elif op == "update":
+                body |= {"memory_id": self.rng.choice(mine), "content": _sentence(self.rng)}
+            elif op == "delete":
+                body |= {"memory_id": mine.pop(self.rng.randrange(len(mine)))}
+            elif op == "batch_delete":
+                body |= {"memory_ids": [mine.pop() for _ in range(min(3, len(mine)))]}
+            started = time.perf_counter()
+            answer = self._post(path, body, admin=op == "purge")
+            if op == "recall" and answer.get("code") == 0:
+                self.recall_ms.append((time.perf_counter() - started) * 1000)
+            self.codes[op][str(answer.get("code"))] += 1
+            if op == "add_structured" and answer.get("code") == 0:
+                mine.append(answer["data"]["memory_id"])
+            elif op == "purge" and answer.get("code") == 0:
+                mine.clear()
+        self.http.close()
+
+
+def bench_soak(
+    settings: Settings, duration_s: float = 300.0, clients: int = 4, users: int = 50
+) -> dict[str, Any]:
+    data_dir = Path(tempfile.mkdtemp(prefix="memstream-soak-"))
+    bootstrap = f"127.0.0.1:{free_port()}"
+    redis_url = f"redis://127.0.0.1:{free_port()}/0"
+    port = free_port()
+    try:
+        stack.start_redis(data_dir, redis_url)
+        stack.start_kafka(data_dir, bootstrap, partitions=settings.kafka_partitions)
+        key_path = data_dir / "api_keys.json"
+        now = _now()
+        admin, _ = keystore.create(key_path, "default", "admin", [], global_grant=False, now=now)
+        app_keys = [
+            keystore.create(key_path, "default", "app", [APP], global_grant=False, now=now)[0]
+            for _ in range(clients)
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
+        env |= {
+            "MEMSTREAM_API_PORT": str(port),
+            "MEMSTREAM_KAFKA_BOOTSTRAP": bootstrap,
+            "MEMSTREAM_REDIS_URL": redis_url,
+            "MEMSTREAM_API_KEYS_FILE": str(key_path),
+            "MEMSTREAM_LOG_LEVEL": "WARNING",
+        }
+        pid = stack.start_node(data_dir, env)
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _ready(base), 300, "node /readyz", stack.proc(data_dir, "node"))
+        pool = [9_000_000 + i for i in range(users)]
+        _warm(base, app_keys[0], pool)
+        start_stats = _proc_stats(pid)
+        samples = [{"t_s": 0.0, **start_stats}]
+        began = time.monotonic()
+        until = began + duration_s
+        threads = [_Client(i, base, app_keys[i], admin, pool, until) for i in range(clients)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            time.sleep(SAMPLE_S)
+            samples.append({"t_s": round(time.monotonic() - began, 1), **_proc_stats(pid)})
+        end_stats = _proc_stats(pid)
+    finally:
+        stack.stop(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    codes: dict[str, Counter] = defaultdict(Counter)
+    recall_ms: list[float] = []
+    for t in threads:
+        recall_ms.extend(t.recall_ms)
+        for op, counter in t.codes.items():
+            codes[op].update(counter)
+    minutes = max(1e-9, (samples[-1]["t_s"] - samples[0]["t_s"]) / 60)
+    # growth from the second half's first sample, after caches and pools filled
+    half = samples[len(samples) // 2]
+    half_minutes = max(1e-9, (samples[-1]["t_s"] - half["t_s"]) / 60)
+    requests = sum(sum(c.values()) for c in codes.values())
+    return {
+        "bench": "soak",
+        "config": {"duration_s": duration_s, "clients": clients, "users": users, "mix": dict(MIX)},
+        "requests": requests,
+        "requests_per_s": round(requests / max(1e-9, minutes * 60), 1),
+        "recall_ms": {k: round(v, 2) for k, v in percentiles(recall_ms).items()},
+        "recalls_ok": len(recall_ms),
+        "codes": {op: dict(sorted(c.items())) for op, c in sorted(codes.items())},
+        "node": {
+            "start": start_stats,
+            "end": end_stats,
+            "rss_growth_mb_per_min_second_half": round(
+                (samples[-1]["rss_mb"] - half["rss_mb"]) / half_minutes, 2
+            ),
+            "open_files_delta": end_stats["open_files"] - start_stats["open_files"],
+            "threads_delta": end_stats["threads"] - start_stats["threads"],
+            "samples": samples,
+        },
+    }
+
+
+def _now():
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC)
+
+
+def _ready(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _warm(base: str, key: str, users: list[int]) -> None:
+    """One memory and one recall per user, so the start numbers are of a warm node."""
+    with httpx.Client(base_url=base, timeout=60) as http:
+        headers = {"Authorization": f"Bearer {key}"}
+        for u in users:
+            http.post("/memory/v1/add_structured", headers=headers,
+                      json={"user_id": u, "app_id": APP, "content": f"warm-up {u}"})  # fmt: skip
+            http.post("/memory/v1/recall", headers=headers,
+                      json={"user_id": u, "query": "warm", "scope": {"app_id": APP}})  # fmt: skip
+
+
+def main(settings: Settings, duration_s: float, clients: int, users: int) -> int:
+    result = bench_soak(settings, duration_s, clients, users)
+    node = result["node"]
+    print(
+        f"bench soak: {result['requests']} requests in {duration_s:g}s "
+        f"({result['requests_per_s']}/s, {clients} clients); recall p50 "
+        f"{result['recall_ms']['p50']} p99 {result['recall_ms']['p99']} ms; node RSS "
+        f"{node['start']['rss_mb']} -> {node['end']['rss_mb']} MB, open files "
+        f"{node['start']['open_files']} -> {node['end']['open_files']}, threads "
+        f"{node['start']['threads']} -> {node['end']['threads']}",
+        file=sys.stderr,
+    )
+    print(json.dumps(result, indent=2))
+    return 0

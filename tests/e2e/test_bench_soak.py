@@ -1,0 +1,34 @@
+"""`memstream bench soak` for a few seconds: a real node with keys on, every operation of
+the mix answered, no 5xx but a truthful 50301, the node's numbers sampled — the harness,
+never the numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ops.bench_soak import MIX
+from tests.helpers.stack_cli import cli, private_stack_env
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_short_soak_reports_codes_latency_and_node_numbers(tmp_path: Path) -> None:
+    env, _ = private_stack_env(tmp_path / "data")
+    done = cli(env, "bench", "soak", "--duration", "6", "--clients", "2", "--users", "4",
+               timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    result = json.loads(done.stdout)
+    assert result["bench"] == "soak" and result["requests"] > 0
+    assert set(result["codes"]) <= {op for op, _ in MIX} and "recall" in result["codes"]
+    for op, codes in result["codes"].items():
+        for code in codes:
+            assert code in ("0", "40401", "50301"), (op, codes)  # 40401: raced with a purge
+    assert result["recall_ms"]["p50"] > 0 and result["recalls_ok"] > 0
+    node = result["node"]
+    for when in ("start", "end"):
+        assert node[when]["rss_mb"] > 0 and node[when]["open_files"] > 0
+        assert node[when]["threads"] > 0
+    assert len(node["samples"]) >= 2
