@@ -126,21 +126,9 @@ def ingest(runtime):
 
 @pytest.fixture(scope="session")
 def api(settings, stores, runtime):
-    from fastapi.testclient import TestClient
+    from tests.helpers.api_client import api_client
 
-    from recall_api.app import create_app
-    from recall_api.services import Services
-
-    services = Services(
-        settings,
-        stores,
-        runtime.memories,
-        runtime.cache,
-        runtime.tasks,
-        runtime.switches,
-        runtime.embedder,
-    )
-    with TestClient(create_app(settings, stores, services)) as client:
+    with api_client(settings, stores, runtime) as client:
         yield client
 
 

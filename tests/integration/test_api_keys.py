@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from sinks import keystore
+from tests.helpers.api_client import api_client
 
 pytestmark = pytest.mark.integration
 
@@ -19,22 +20,8 @@ NOW = datetime.now(UTC)
 
 
 def _client(settings, stores, runtime, **overrides):
-    from fastapi.testclient import TestClient
-
-    from recall_api.app import create_app
-    from recall_api.services import Services
-
     s = settings.model_copy(update=overrides)
-    services = Services(
-        s,
-        stores,
-        runtime.memories,
-        runtime.cache,
-        runtime.tasks,
-        runtime.switches,
-        runtime.embedder,
-    )
-    return TestClient(create_app(s, stores, services), client=("127.0.0.1", 40000))
+    return api_client(s, stores, runtime, client=("127.0.0.1", 40000))
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +68,9 @@ def _seed(http, keys, user_id: int) -> dict[str, str]:
         "mB": {"app_id": "appB", "level": "APP", "content": "I like black coffee"},
         "mG": {"level": "GLOBAL", "content": "I live in Lisbon"},
     }.items():
-        body = _call(http, keys, "admin", "/memory/v1/add_structured", {"user_id": user_id, **extra})
+        body = _call(
+            http, keys, "admin", "/memory/v1/add_structured", {"user_id": user_id, **extra}
+        )
         assert body["code"] == 0, body
         out[name] = body["data"]["memory_id"]
     return out
@@ -154,7 +143,9 @@ def test_by_id_checks_on_update_delete_and_history(http, keys, user_id, who, tar
     assert upd["code"] == code, upd
     hist = _call(http, keys, who, "/memory/v1/history", {"user_id": user_id, "memory_id": mid})
     assert hist["code"] == (40401 if code == 40401 else 0), hist
-    one = _call(http, keys, who, "/memory/v1/batch_delete", {"user_id": user_id, "memory_ids": [mid]})
+    one = _call(
+        http, keys, who, "/memory/v1/batch_delete", {"user_id": user_id, "memory_ids": [mid]}
+    )
     assert one["code"] == code, one
     if code == 0:
         assert one["data"]["deleted"] == 1, one
@@ -195,8 +186,13 @@ def test_an_empty_scope_delete_by_an_app_key_deletes_only_its_apps(http, keys, u
 
 
 def test_a_task_is_visible_to_its_app_only(http, keys, user_id):
-    added = _call(http, keys, "B", "/memory/v1/add", {
-        "user_id": user_id, "app_id": "appB", "messages": [{"role": "user", "content": "I ski"}]})
+    added = _call(
+        http,
+        keys,
+        "B",
+        "/memory/v1/add",
+        {"user_id": user_id, "app_id": "appB", "messages": [{"role": "user", "content": "I ski"}]},
+    )
     task = added["data"]["task_id"]
     assert _call(http, keys, "B", f"/memory/v1/tasks/{task}", method="GET")["code"] == 0
     assert _call(http, keys, "A", f"/memory/v1/tasks/{task}", method="GET")["code"] == 40401
@@ -209,6 +205,7 @@ def test_rate_limit_answers_42910_with_retry_after_and_spares_other_keys(
     path, made = keys
     low = {"rate_limit_key_recall": "3/minute", "rate_limit_user_write": "2/minute"}
     with _client(settings, stores, runtime, api_keys_file=path, **low) as client:
+
         def recall(who):
             return client.post(
                 "/memory/v1/recall",
