@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
@@ -85,8 +85,9 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]
             task_id=add_task_id(body.user_id, request_id),
             **body.model_dump(exclude_none=True, exclude={"request_id"}),
         )
-    except ValueError as exc:
-        raise ApiError(ErrorCode.BAD_PARAMETER, str(exc).splitlines()[-1].strip()) from None
+    except ValidationError as exc:  # the rule broken, not the input (it may be content)
+        msg = "; ".join(e["msg"] for e in exc.errors()[:3])
+        raise ApiError(ErrorCode.BAD_PARAMETER, msg) from None
     check_switch(svc, body.user_id, body.app_id)
     payload = event_bytes(event, s.max_event_bytes)
     tasks, bus = svc.tasks, svc.stores.kafka

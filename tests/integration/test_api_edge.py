@@ -67,6 +67,11 @@ REFUSED = {
         {"messages": _turns(1, 30), "strategy": {"tags": _deep(9)}},
         "deeper than 8",
     ),
+    "level APP without app_id (add)": (
+        "add",
+        {"level": "APP", "messages": _turns(1, 30)},
+        "level APP needs an app_id",
+    ),
     "add over max_event_bytes": ("add", {"messages": _turns(18, 60_000)}, "max_event_bytes"),
 }
 
@@ -79,6 +84,7 @@ def test_violations_answer_40001_before_anything_is_accepted(api, runtime, user_
     out = resp.json()
     assert resp.status_code == 400 and out["code"] == 40001, out
     assert named in out["msg"], out["msg"]
+    assert SECRET not in out["msg"]
     assert out["trace_id"]
     assert runtime.memories.load(user_id) == []
 
