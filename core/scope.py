@@ -19,13 +19,17 @@ disagree about what a caller may see. Rules:
 
 Milvus encoding (``schemas.storage.milvus_fields``): user_id VARCHAR decimal string;
 app_id and session_id VARCHAR, ``''`` for none; level/ownership/mem_type/status VARCHAR
-enum values; tags JSON object; valid_at and invalid_at INT64 epoch milliseconds with
+enum values; tags JSON object of blind-index tokens (keyed HMAC under the user's data
+key of ``tag_key_text(k)`` → of ``tag_value_text(k, v)``; the tags themselves are
+sealed in ClickHouse): ``milvus_expr(blind)`` asks for the tokens, ``matches`` reads the
+decrypted tags. valid_at and invalid_at INT64 epoch milliseconds with
 ``invalid_at == 0`` meaning "still valid".
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -119,6 +123,26 @@ class Branch:
     session_id: str | None = None
 
 
+Blinder = Callable[[str], list[str]]  # text → its tokens, one per live data key, in key order
+
+
+def tag_key_text(key: str) -> str:
+    """What the blind token of a tag key is computed over."""
+    return "k:" + key
+
+
+def tag_value_text(key: str, value: Any) -> str:
+    """What the blind token of a tag value is computed over: typed, so the string
+    "true" and JSON true stay distinct, as the filter rules above say."""
+    if isinstance(value, bool):
+        kind = "b:" + ("true" if value else "false")
+    elif isinstance(value, str):
+        kind = "s:" + value
+    else:
+        kind = "j:" + json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return f"v:{key}\x00{kind}"
+
+
 @dataclass(frozen=True, slots=True)
 class TagFilter:
     key: str
@@ -144,13 +168,34 @@ class TagFilter:
             return self.value == ("true" if actual else "false")
         return isinstance(actual, str) and actual == self.value
 
-    def expr(self) -> str:
+    def expr(self, blind: Blinder | None = None) -> str:
+        if blind is not None:
+            return self._blind_expr(blind)
         ref = f"tags[{_q(self.key)}]"
         if self.value is None:
             return f"exists {ref}"
         if self.value in ("true", "false"):
             return f"({ref} == {_q(self.value)} or {ref} == {self.value})"
         return f"{ref} == {_q(self.value)}"
+
+    def _blind_expr(self, blind: Blinder) -> str:
+        keys = blind(tag_key_text(self.key))
+        if not keys:
+            return 'user_id == ""'  # the user has no data key: no tagged row exists
+        values: list[list[str]] = []
+        if self.value is not None:
+            wanted: list[Any] = [self.value]
+            if self.value in ("true", "false"):
+                wanted.append(self.value == "true")
+            values = [blind(tag_value_text(self.key, v)) for v in wanted]
+        ors = []
+        for i, k in enumerate(keys):
+            ref = f"tags[{_q(k)}]"
+            if self.value is None:
+                ors.append(f"exists {ref}")
+            else:
+                ors.extend(f"{ref} == {_q(v[i])}" for v in values if i < len(v))
+        return ors[0] if len(ors) == 1 else "(" + " or ".join(ors) + ")"
 
 
 def _q(s: str) -> str:
@@ -207,8 +252,10 @@ class RecallPredicate:
             return False
         return all(t.matches(r.custom_tags) for t in self.tags)
 
-    def milvus_expr(self) -> str:
-        """The Milvus boolean filter; an empty predicate renders one that matches nothing."""
+    def milvus_expr(self, blind: Blinder | None = None) -> str:
+        """The Milvus boolean filter; an empty predicate renders one that matches nothing.
+        ``blind`` (the user's blind index) turns tag filters into token lookups; without
+        it tags are compared as plain JSON (a store that holds plain tags, tests)."""
         parts = [f"user_id == {_q(str(self.user_id))}"]
         if self.is_empty:
             return parts[0] + ' and level == ""'
@@ -231,7 +278,7 @@ class RecallPredicate:
         else:
             parts.append(f"valid_at <= {self.as_of_ms}")
             parts.append(f"(invalid_at == 0 or invalid_at > {self.as_of_ms})")
-        parts.extend(t.expr() for t in self.tags)
+        parts.extend(t.expr(blind) for t in self.tags)
         return " and ".join(parts)
 
 

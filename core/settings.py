@@ -122,6 +122,10 @@ class Settings(BaseSettings):
 
     # --- security ---
     encryption_key: SecretStr = SecretStr("")  # "" = a key generated once in data_dir
+    # Master-key rotation: the old secret(s), comma-separated, until rewrap is done.
+    encryption_previous_keys: SecretStr = SecretStr("")
+    data_key_cache_size: int = Field(10_000, ge=1)  # unwrapped data keys held (users)
+    data_key_cache_ttl_s: float = Field(60.0, gt=0)  # a purge elsewhere takes effect within
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
     local_mode: bool = True
 

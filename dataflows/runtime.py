@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.settings import Settings
-from sinks.crypto import ContentCipher
 from sinks.hot_cache import HotCache
+from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore
 from sinks.store_model import check_store_model
 from sinks.stores import Stores
@@ -41,7 +41,9 @@ class Runtime:
     ) -> Runtime:
         from models.factory import build_embedder, build_llm
 
-        memories = MemoryStore(stores, ContentCipher.from_settings(settings))
+        memories = MemoryStore(stores, KeyRing.from_settings(settings, stores.clickhouse))
+        if settings.encryption_previous_keys.get_secret_value():
+            memories.cipher.rewrap_all()  # a master-key rotation: re-wrap, no content touched
         embedder = embedder if embedder is not None else build_embedder(settings)
         check_store_model(memories, embedder, settings)  # ModelMismatch: refuse to start
         cache = HotCache.attach(memories, settings.embedding_dim, settings.hot_cache_budget_mb)

@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
 def execute(settings: Settings, args: argparse.Namespace, embedder: Any = None) -> int:
     from models.errors import ModelConfigError
     from ops import stack
-    from sinks.crypto import ContentCipher
     from sinks.errors import StoreError
+    from sinks.keyring import KeyRing
     from sinks.memory_store import MemoryStore
     from sinks.reembed import plan_reembed
     from sinks.stores import Stores
@@ -104,7 +104,7 @@ def execute(settings: Settings, args: argparse.Namespace, embedder: Any = None) 
         )
         return 1
     try:
-        memories = MemoryStore(stores, ContentCipher.from_settings(settings))
+        memories = MemoryStore(stores, KeyRing.from_settings(settings, stores.clickhouse))
         plan = plan_reembed(memories, embedder, restart=args.restart)
         _describe(settings, plan, args.restart)
         if args.dry_run:

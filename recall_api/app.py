@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 
 from core.logs import new_trace_id, trace_id_var
 from core.settings import Settings
-from recall_api import health
+from recall_api import export, health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
 from recall_api.routes import add, admin, manage, privacy, recall, session
@@ -47,6 +47,7 @@ def create_app(settings: Settings, stores: Stores, services: Services | None = N
     app.include_router(health.router)
     app.include_router(admin.router)  # loopback only; needs app.state.lifecycle_runner
     if services is not None:
+        export.start_sweeper(services)  # expired export files leave the disk
         app.include_router(add.router)
         app.include_router(recall.router)
         for router in (manage.router, privacy.router, session.router):

@@ -18,6 +18,7 @@ from recall_api.services import Services
 from schemas.commands import Command, result_key
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_COMMANDS
+from sinks.sealed import SEALED_COMMAND_OPS, seal_payload
 
 
 async def run_command(
@@ -32,6 +33,9 @@ async def run_command(
     cmd = Command(
         op=op, command_id=command_id, user_id=user_id, payload=payload, at=datetime.now(UTC)
     )
+    if op in SEALED_COMMAND_OPS:  # the user's words travel sealed with the user's key
+        sealed = seal_payload(svc.memories.cipher, user_id, payload)
+        cmd = cmd.model_copy(update={"payload": {}, "sealed": sealed})
     bus = svc.stores.kafka
     try:
         bus.produce_json(bus.topic(TOPIC_COMMANDS), str(user_id), cmd.model_dump(mode="json"))

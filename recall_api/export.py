@@ -3,20 +3,35 @@
 The file holds one ``{"type": "memory", ...}`` line per memory (as user/list shows it,
 deleted ones included) and one ``{"type": "change", ...}`` line per change-log row (as
 change_log shows it). It is served through a signed link that expires.
+
+At rest the file is sealed line by line with the user's data key
+(``<data_dir>/exports/<tenant>/<user_id>/<export_id>.jsonl.sealed``, one ``v2:`` blob a
+line); the download opens it on the fly. It lives ``TTL_S`` from its creation: no link
+outlives that, the download refuses it after that, and the sweeper (every
+``SWEEP_EVERY_S``, from the API's start) deletes it then. A purge deletes the user's files, and
+destroying the data key has made any copy of them (a backup) unreadable before that.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from recall_api.services import Services
+from sinks.keyring import DEFAULT_TENANT
 
+log = logging.getLogger(__name__)
 TTL_S = 24 * 3600
+SWEEP_EVERY_S = 60.0
+_sweepers: set[int] = set()
+SUFFIX = ".jsonl.sealed"
 
 
 def _key(export_id: str) -> str:
@@ -24,6 +39,7 @@ def _key(export_id: str) -> str:
 
 
 def start_export(svc: Services, user_id: int) -> str:
+    sweep(svc)
     export_id = f"x_{uuid.uuid4().hex}"
     svc.stores.redis.client.hset(
         _key(export_id),
@@ -40,23 +56,29 @@ def export_dir(svc: Services) -> Path:
     return svc.settings.data_path / "exports"
 
 
-def export_path(svc: Services, export_id: str) -> Path:
-    return export_dir(svc) / f"{export_id}.jsonl"
+def user_dir(svc: Services, user_id: int, tenant: str = DEFAULT_TENANT) -> Path:
+    return export_dir(svc) / tenant / str(user_id)
+
+
+def export_path(svc: Services, export_id: str, user_id: int) -> Path:
+    return user_dir(svc, user_id) / f"{export_id}{SUFFIX}"
 
 
 def _run(svc: Services, export_id: str, user_id: int) -> None:
     redis = svc.stores.redis.client
+    keys = svc.memories.cipher
     try:
-        path = export_path(svc, export_id)
+        path = export_path(svc, export_id, user_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         memories = sorted(svc.memories.load(user_id), key=lambda r: (r.created_at, r.memory_id))
         changes, _ = svc.changelog.query(user_id, limit=1_000_000)
+        lines = [{"type": "memory", **m.public()} for m in memories]
+        lines += [{"type": "change", **c.public()} for c in changes]
         tmp = path.with_suffix(".part")
-        with tmp.open("w", encoding="utf-8") as f:
-            for m in memories:
-                f.write(json.dumps({"type": "memory", **m.public()}, ensure_ascii=False) + "\n")
-            for c in changes:
-                f.write(json.dumps({"type": "change", **c.public()}, ensure_ascii=False) + "\n")
+        with tmp.open("w", encoding="ascii") as f:
+            for line in lines:
+                text = json.dumps(line, ensure_ascii=False, default=str)
+                f.write(keys.encrypt(user_id, text) + "\n")
         tmp.replace(path)
         redis.hset(
             _key(export_id),
@@ -76,8 +98,77 @@ def status(svc: Services, export_id: str) -> dict[str, Any] | None:
     return dict(raw) if raw else None
 
 
+def file_of(svc: Services, export_id: str) -> tuple[Path, int] | None:
+    """The sealed file of an export and its user, while it exists and has not expired."""
+    found = status(svc, export_id)
+    if not found or "user_id" not in found:
+        return None
+    user_id = int(found["user_id"])
+    path = export_path(svc, export_id, user_id)
+    if not path.exists() or expires_at(path) < time.time():
+        return None
+    return path, user_id
+
+
+def expires_at(path: Path) -> float:
+    return path.stat().st_mtime + TTL_S
+
+
+def read_lines(svc: Services, path: Path, user_id: int) -> Iterator[bytes]:
+    """The plaintext JSONL of a sealed export file (a destroyed key ends it empty)."""
+    keys = svc.memories.cipher
+    with path.open(encoding="ascii") as f:
+        for blob in f:
+            text = keys.open(user_id, blob.strip())
+            if text:
+                yield (text + "\n").encode("utf-8")
+
+
+def sweep(svc: Services, now: float | None = None) -> int:
+    """Delete every export file past its expiry; returns how many."""
+    now = time.time() if now is None else now
+    removed = 0
+    for path in export_dir(svc).glob(f"*/*/*{SUFFIX}"):
+        try:
+            if expires_at(path) < now:
+                path.unlink(missing_ok=True)
+                removed += 1
+        except FileNotFoundError:
+            continue
+    return removed
+
+
+def start_sweeper(svc: Services) -> None:
+    """Sweep now and then every SWEEP_EVERY_S in a daemon thread (once per data dir)."""
+    key = hash(str(export_dir(svc)))
+    if key in _sweepers:
+        return
+    _sweepers.add(key)
+
+    def loop() -> None:
+        while True:
+            try:
+                sweep(svc)
+            except OSError:
+                log.warning("export sweep failed", exc_info=True)
+            time.sleep(SWEEP_EVERY_S)
+
+    threading.Thread(target=loop, daemon=True, name="export-sweeper").start()
+
+
+def delete_user_exports(svc: Services, user_id: int, tenant: str = DEFAULT_TENANT) -> int:
+    """A purge: every export file of the user goes (finished or being written)."""
+    folder = user_dir(svc, user_id, tenant)
+    n = len(list(folder.glob("*"))) if folder.exists() else 0
+    shutil.rmtree(folder, ignore_errors=True)
+    return n
+
+
 def signed_link(svc: Services, export_id: str, ttl_s: int) -> tuple[str, int]:
     expires = int(time.time()) + ttl_s
+    found = file_of(svc, export_id)
+    if found is not None:  # no link outlives the file
+        expires = min(expires, int(expires_at(found[0])))
     sig = svc.memories.cipher.sign(f"{export_id}:{expires}")
     return f"/memory/v1/export/download/{export_id}?expires={expires}&sig={sig}", expires
 

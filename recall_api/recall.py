@@ -179,7 +179,7 @@ class Recaller:
                 call,
                 self.svc.stores.milvus.search,
                 [qvec.tolist()],
-                pred.milvus_expr(),
+                pred.milvus_expr(lambda text: self.svc.memories.cipher.blind_all(user, text)),
                 limit,
                 ["memory_id"],
                 max(call.remaining(), 0.001),

@@ -7,8 +7,8 @@ from typing import Any
 
 from core.settings import Settings
 from sinks.changelog import ChangeLog
-from sinks.crypto import ContentCipher
 from sinks.hot_cache import HotCache
+from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore
 from sinks.store_model import check_store_model
 from sinks.stores import Stores
@@ -31,7 +31,7 @@ class Services:
         """What an API-only process needs (the node shares its Runtime's instead)."""
         from models.factory import build_embedder
 
-        memories = MemoryStore(stores, ContentCipher.from_settings(settings))
+        memories = MemoryStore(stores, KeyRing.from_settings(settings, stores.clickhouse))
         embedder = embedder if embedder is not None else build_embedder(settings)
         check_store_model(memories, embedder, settings)  # as Runtime.build: ModelMismatch
         cache = HotCache.attach(memories, settings.embedding_dim, settings.hot_cache_budget_mb)

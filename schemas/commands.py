@@ -44,6 +44,9 @@ class Command(BaseModel):
     user_id: UserId
     payload: dict[str, Any] = Field(default_factory=dict)
     at: datetime | None = None
+    # The payload as JSON sealed with the user's data key (sinks.sealed), for commands
+    # that carry the user's words (add_structured, update); ``payload`` is then empty.
+    sealed: str | None = None
 
     @classmethod
     def new(cls, op: str, id_prefix: str, user_id: int, payload: BaseModel) -> Command:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 3  # 2: memories.source_msg_ids; 3: store_meta
+SCHEMA_VERSION = 4  # 2: memories.source_msg_ids; 3: store_meta; 4: data_keys
 
 MEMORY_COLUMNS: tuple[str, ...] = (
     "memory_id", "user_id", "app_id", "session_id", "level", "ownership", "mem_type",
@@ -100,6 +100,21 @@ def clickhouse_ddl(db: str) -> list[str]:
             version UInt64
         ) ENGINE = ReplacingMergeTree(version)
         ORDER BY key""",
+        # v3 → v4: the wrapped per-(tenant, user) data keys (sinks/keyring.py). Purge
+        # erases a user's rows with a mutation; outdated parts are removed within about
+        # a second (not the default 8 minutes), so the wrapped key leaves the disk too.
+        f"""CREATE TABLE IF NOT EXISTS {db}.data_keys (
+            tenant_id LowCardinality(String),
+            user_id UInt64,
+            key_id String,
+            wrapped String,
+            master_id String,
+            created_at {ts},
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (tenant_id, user_id, key_id)
+        SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1,
+            cleanup_delay_period_random_add = 0, max_cleanup_delay_period = 1""",
         f"""CREATE TABLE IF NOT EXISTS {db}.schema_migrations (
             version UInt32,
             applied_at {ts}

@@ -13,11 +13,11 @@ from typing import Any
 from schemas.enums import Level, OpSource, OpType
 from schemas.memory import ChangeRecord
 from sinks.clickhouse import ClickHouseStore
-from sinks.crypto import ContentCipher
+from sinks.keyring import KeyRing
 
 
 class ChangeLog:
-    def __init__(self, clickhouse: ClickHouseStore, cipher: ContentCipher):
+    def __init__(self, clickhouse: ClickHouseStore, cipher: KeyRing):
         self.ch = clickhouse
         self.cipher = cipher
 
@@ -66,20 +66,21 @@ class ChangeLog:
         return [self._record(r) for r in rows], int(total)
 
     def _record(self, r: dict[str, Any]) -> ChangeRecord:
-        sanitized = bool(r["sanitized"])
+        sanitized, u = bool(r["sanitized"]), int(r["user_id"])
         op_time = r["op_time"]
         op_time = op_time.replace(tzinfo=UTC) if op_time.tzinfo is None else op_time
         return ChangeRecord(
             change_id=r["change_id"],
             memory_id=r["memory_id"],
-            user_id=int(r["user_id"]),
+            user_id=u,
             op_type=OpType(r["op_type"]),
             op_time=op_time,
             op_source=OpSource(r["op_source"]),
             app_id=r["app_id"],
             level=Level(r["level"]),
-            content_before="" if sanitized else self.cipher.decrypt(r["content_before"]),
-            content_after="" if sanitized else self.cipher.decrypt(r["content_after"]),
+            # a purged user's rows read as empty (their data key is destroyed)
+            content_before="" if sanitized else self.cipher.open(u, r["content_before"]),
+            content_after="" if sanitized else self.cipher.open(u, r["content_after"]),
             reason=r["reason"],
             task_id=r["task_id"],
             sanitized=sanitized,

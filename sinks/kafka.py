@@ -1,8 +1,9 @@
 """Kafka: topic administration and the shared producer (DESIGN §4).
 
-Topics are created idempotently with the configured partition count; the retention of
-``memory.conversations`` is the purge deadline, so raw transcripts never outlive a
-deletion promise. Keys are the user_id as a decimal string.
+Topics are created idempotently with the configured partition count; the retention and
+``segment.ms`` of ``memory.conversations`` and ``memory.dlq`` keep every record within the
+purge deadline (``sinks.topic_config``), so raw transcripts never outlive a deletion
+promise. Keys are the user_id as a decimal string.
 """
 
 from __future__ import annotations
@@ -13,12 +14,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from core.settings import Settings
-from schemas.events import ALL_TOPICS, TOPIC_CONVERSATIONS, topic
+from schemas.events import ALL_TOPICS, topic
 from sinks.errors import StoreUnavailable
 from sinks.kafka_config import kafka_security_config
+from sinks.topic_config import PLAINTEXT_TOPICS, topic_config
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +109,13 @@ class KafkaBus:
             existing = set(self.admin.list_topics(timeout=timeout).topics)
         except KafkaException as exc:
             raise StoreUnavailable(f"kafka: {self.bootstrap} did not answer: {exc}") from exc
+        self._correct_configs(existing, timeout)
         wanted = []
         for base in ALL_TOPICS:
             name = self.topic(base)
             if name in existing:
                 continue
-            config = {"retention.ms": str(self.retention_ms)} if base == TOPIC_CONVERSATIONS else {}
+            config = topic_config(base, self.retention_ms)
             wanted.append(
                 NewTopic(
                     name,
@@ -127,6 +137,31 @@ class KafkaBus:
         if created:
             log.info("created topics", extra={"fields": {"topics": created}})
         return created
+
+    def _correct_configs(self, existing: set[str], timeout: float) -> None:
+        """Existing plaintext topics get the deadline configs too (sinks.topic_config)."""
+        resources = [
+            ConfigResource(
+                ResourceType.TOPIC,
+                self.topic(base),
+                incremental_configs=[
+                    ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                    for k, v in topic_config(base, self.retention_ms).items()
+                ],
+            )
+            for base in PLAINTEXT_TOPICS
+            if self.topic(base) in existing
+        ]
+        if not resources:
+            return
+        for res, fut in self.admin.incremental_alter_configs(resources).items():
+            try:
+                fut.result(timeout)
+            except KafkaException as exc:  # e.g. no AlterConfigs ACL: say so, keep running
+                log.error(
+                    "cannot set the purge-deadline configs of a topic; set them by hand",
+                    extra={"fields": {"topic": res.name, "error": str(exc)[:300]}},
+                )
 
     def topic(self, base: str) -> str:
         return topic(self.prefix, base)

@@ -6,6 +6,12 @@ a vector is given, partial scalar rows otherwise), one publish to ``memory.chang
 A Milvus write that still fails after retries is queued in Redis for the reconcile pass
 (``reconcile:pending``), so a memory is never missing from one store for ever. In-process
 listeners (the hot caches) see every applied batch at once.
+
+Everything about a memory that is the user's words is sealed with the user's data key
+(``sinks.keyring``): content, change-log content, ``custom_tags`` (the whole JSON) and the
+source message ids in ClickHouse. Milvus gets no tags, only their blind-index tokens
+(``blind_tags``), which a tag filter of the cold path matches (``core.scope``). After a
+purge those blobs read as empty (``KeyRing.open``).
 """
 
 from __future__ import annotations
@@ -22,13 +28,15 @@ from typing import Any
 import numpy as np
 
 from core.logs import describe_error
+from core.scope import tag_key_text, tag_value_text
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
 from schemas.memory import ChangeRecord, MemoryRecord, tags_json
 from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
-from sinks.crypto import ContentCipher
+from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable
+from sinks.keyring import KeyRing
 from sinks.stores import Stores
 
 log = logging.getLogger(__name__)
@@ -47,9 +55,18 @@ class WriteBatch:
     changes: list[ChangeRecord] = field(default_factory=list)
     milvus_deletes: list[str] = field(default_factory=list)
     purge_ids: list[str] = field(default_factory=list)  # physical purge (lifecycle)
+    # users whose data key is destroyed before this batch is sealed (a whole-user purge,
+    # in the writer's order: whatever that user wrote earlier becomes unreadable)
+    shred_users: list[int] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.memories or self.changes or self.milvus_deletes or self.purge_ids)
+        return bool(
+            self.memories
+            or self.changes
+            or self.milvus_deletes
+            or self.purge_ids
+            or self.shred_users
+        )
 
     def extend(self, other: WriteBatch) -> None:
         self.memories.extend(other.memories)
@@ -57,13 +74,14 @@ class WriteBatch:
         self.changes.extend(other.changes)
         self.milvus_deletes.extend(other.milvus_deletes)
         self.purge_ids.extend(other.purge_ids)
+        self.shred_users.extend(other.shred_users)
 
 
 Listener = Callable[[WriteBatch], None]
 
 
 class MemoryStore:
-    def __init__(self, stores: Stores, cipher: ContentCipher, milvus_retries: int = 3):
+    def __init__(self, stores: Stores, cipher: KeyRing, milvus_retries: int = 3):
         # Names this writer in its memory.changes events, so a process that follows the
         # topic can skip what its own listeners already applied.
         self.origin = uuid.uuid4().hex[:16]
@@ -80,6 +98,8 @@ class MemoryStore:
     def write(self, batch: WriteBatch) -> None:
         if not batch:
             return
+        for user_id in sorted(set(batch.shred_users)):
+            self.cipher.destroy(user_id)  # before anything of this batch is sealed
         version = time.time_ns()
         ch = self.stores.clickhouse
         ch.insert("memories", [self._row(m, version) for m in batch.memories], MEMORY_COLUMNS)
@@ -112,11 +132,15 @@ class MemoryStore:
 
     def _write_milvus(self, batch: WriteBatch) -> None:
         full = [
-            milvus_row(m, batch.vectors[m.memory_id])
+            milvus_row(m, batch.vectors[m.memory_id], self.blind_tags(m))
             for m in batch.memories
             if m.memory_id in batch.vectors
         ]
-        partial = [milvus_row(m, None) for m in batch.memories if m.memory_id not in batch.vectors]
+        partial = [
+            milvus_row(m, None, self.blind_tags(m))
+            for m in batch.memories
+            if m.memory_id not in batch.vectors
+        ]
         mv = self.stores.milvus
         for attempt in range(self._retries):
             try:
@@ -186,7 +210,13 @@ class MemoryStore:
             except StoreUnavailable:
                 log.warning("memory.changes publish skipped: producer queue full")
 
+    def blind_tags(self, m: MemoryRecord) -> dict[str, str]:
+        """The Milvus ``tags`` of a memory: blind-index tokens, never the tags."""
+        return blind_tags(self.cipher, m.user_id, m.custom_tags)
+
     def _row(self, m: MemoryRecord, version: int) -> list[Any]:
+        seal = self.cipher.encrypt
+        u = m.user_id
         values = {
             "memory_id": m.memory_id,
             "user_id": m.user_id,
@@ -195,7 +225,7 @@ class MemoryStore:
             "level": str(m.level),
             "ownership": str(m.ownership),
             "mem_type": str(m.mem_type),
-            "content": self.cipher.encrypt(m.content),
+            "content": seal(u, m.content),
             "content_hash": m.content_hash,
             "weight": float(m.weight),
             "weight_at": m.weight_at,
@@ -212,15 +242,16 @@ class MemoryStore:
             "invalid_at": m.invalid_at,
             "superseded_by": m.superseded_by,
             "source_session_id": m.source_session_id,
-            "source_msg_id": m.source_msg_id,
-            "source_msg_ids": list(m.source_msg_ids),
-            "custom_tags": tags_json(m.custom_tags),
+            "source_msg_id": seal(u, m.source_msg_id) if m.source_msg_id else m.source_msg_id,
+            "source_msg_ids": [seal(u, i) for i in m.source_msg_ids],
+            "custom_tags": seal(u, tags_json(m.custom_tags)) if m.custom_tags else "",
             "vector_ref": m.vector_ref,
             "version": version,
         }
         return [values[c] for c in MEMORY_COLUMNS]
 
     def _change_row(self, c: ChangeRecord) -> list[Any]:
+        u = c.user_id
         values = {
             "change_id": c.change_id,
             "memory_id": c.memory_id,
@@ -228,8 +259,8 @@ class MemoryStore:
             "app_id": c.app_id,
             "level": str(c.level),
             "op_type": str(c.op_type),
-            "content_before": "" if c.sanitized else self.cipher.encrypt(c.content_before),
-            "content_after": "" if c.sanitized else self.cipher.encrypt(c.content_after),
+            "content_before": "" if c.sanitized else self.cipher.encrypt(u, c.content_before),
+            "content_after": "" if c.sanitized else self.cipher.encrypt(u, c.content_after),
             "reason": c.reason,
             "op_source": str(c.op_source),
             "op_time": c.op_time,
@@ -266,6 +297,8 @@ class MemoryStore:
         rows = self.stores.clickhouse.query_dicts(
             f"SELECT * FROM {self.db}.memories FINAL WHERE {' AND '.join(where)}", params
         )
+        if rows:
+            self.cipher.prefetch(user_ids)
         return [self._record(r) for r in rows]
 
     def get(self, user_id: int, memory_id: str) -> MemoryRecord | None:
@@ -301,10 +334,12 @@ class MemoryStore:
         return out
 
     def _record(self, r: dict[str, Any]) -> MemoryRecord:
+        u = int(r["user_id"])
+        msg_id = r["source_msg_id"]
         return MemoryRecord(
             memory_id=r["memory_id"],
-            user_id=int(r["user_id"]),
-            content=self.cipher.decrypt(r["content"]),
+            user_id=u,
+            content=self.cipher.open(u, r["content"]),
             content_hash=r["content_hash"],
             level=Level(r["level"]),
             ownership=Ownership(r["ownership"]),
@@ -326,14 +361,36 @@ class MemoryStore:
             invalid_at=_utc(r["invalid_at"]),
             superseded_by=r["superseded_by"],
             source_session_id=r["source_session_id"],
-            source_msg_id=r["source_msg_id"],
-            source_msg_ids=list(r.get("source_msg_ids") or ()),
-            custom_tags=json.loads(r["custom_tags"] or "{}"),
+            source_msg_id=(self._plain(u, msg_id) or None) if msg_id else msg_id,
+            source_msg_ids=[
+                i for i in (self._plain(u, i) for i in r.get("source_msg_ids") or ()) if i
+            ],
+            custom_tags=self.tags_of(u, r["custom_tags"]),
             version=int(r["version"]),
         )
 
+    def _plain(self, user_id: int, value: str) -> str:
+        """A sealed value opened (``""`` once shredded), or a value of an older store."""
+        return self.cipher.open(user_id, value) if is_ciphertext(value) else value
 
-def milvus_row(m: MemoryRecord, vector: np.ndarray | None) -> dict[str, Any]:
+    def tags_of(self, user_id: int, stored: str) -> dict[str, Any]:
+        """``custom_tags`` as stored (sealed JSON; plain JSON in stores before v2)."""
+        text = self._plain(user_id, stored or "")
+        return json.loads(text) if text else {}
+
+
+def blind_tags(keys: KeyRing, user_id: int, tags: dict[str, Any]) -> dict[str, str]:
+    """``{token(key): token(key, value)}`` under the user's current data key."""
+    return {
+        keys.blind(user_id, tag_key_text(k)): keys.blind(user_id, tag_value_text(k, v))
+        for k, v in tags.items()
+    }
+
+
+def milvus_row(
+    m: MemoryRecord, vector: np.ndarray | None, tags: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A Milvus row; ``tags`` are the blind tokens (``blind_tags``), never the tags."""
     row: dict[str, Any] = {
         "memory_id": m.memory_id,
         "user_id": str(m.user_id),
@@ -344,7 +401,7 @@ def milvus_row(m: MemoryRecord, vector: np.ndarray | None) -> dict[str, Any]:
         "mem_type": str(m.mem_type),
         "status": str(m.status),
         "is_important": m.is_important,
-        "tags": m.custom_tags,
+        "tags": tags or {},
         "valid_at": epoch_ms(m.valid_at),
         "invalid_at": epoch_ms(m.invalid_at) if m.invalid_at else 0,
     }

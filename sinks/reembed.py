@@ -110,7 +110,7 @@ def run_reembed(
     embedded = 0
     while page := _page(memories, cp.after, batch_size):
         vectors = embedder.embed([m.content for m in page])
-        mv.upsert([milvus_row(m, vectors[i]) for i, m in enumerate(page)])
+        mv.upsert([milvus_row(m, vectors[i], memories.blind_tags(m)) for i, m in enumerate(page)])
         cp = Checkpoint(
             cp.target, (page[-1].user_id, page[-1].memory_id), cp.done + len(page), cp.started_at
         )

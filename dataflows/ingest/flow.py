@@ -27,7 +27,7 @@ from dataflows.ingest.items import Applied, Incoming, IncomingCommand, Rejected
 from dataflows.ingest.items import Source as Origin
 from dataflows.ingest.parse import parse_command, parse_conversation
 from dataflows.ingest.sink import MemorySink
-from dataflows.ingest.window import SessionWindow, window_key
+from dataflows.ingest.window import SealedItem, SessionWindow, window_key
 from dataflows.ingest.writer import Writer
 from dataflows.lifecycle import commands as _lifecycle  # noqa: F401  (lifecycle, recall_hits)
 from dataflows.runtime import Runtime
@@ -54,12 +54,16 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
     s = rt.settings
     writer = Writer(rt)
     commands_topic = rt.stores.kafka.topic(TOPIC_COMMANDS)
+    keys = rt.memories.cipher
+
+    def opened(items: list[SealedItem]) -> list:
+        return [x for x in (i.open(keys) for i in items) if x is not None]
 
     def parse(msg: KafkaSourceMessage):
         origin = Origin(msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value)
         if msg.topic == commands_topic:
-            return parse_command(origin, s)
-        return parse_conversation(origin, s)
+            return parse_command(origin, s, rt.memories.cipher)
+        return parse_conversation(origin, s, rt.memories.cipher)
 
     def gate(msgs: list[KafkaSourceMessage]) -> list:
         """Parse a whole input batch, then check every user's switch in one round trip."""
@@ -85,7 +89,9 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
         return out
 
     def window(state):
-        return SessionWindow(state, s.session_gap_s, s.session_max_turns, s.context_turns)
+        return SessionWindow(
+            state, s.session_gap_s, s.session_max_turns, s.context_turns, rt.memories.cipher
+        )
 
     def run_extract(batch):
         rt.tasks.processing([i.task_id for i in batch.events])
@@ -103,9 +109,13 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
     is_cmd = op.branch("is_cmd", is_conv.falses, lambda x: isinstance(x, IncomingCommand))
     windows = op.stateful("window", op.key_on("by_session", is_conv.trues, window_key), window)
     extracted = op.map("extract", op.key_rm("unkey_window", windows), run_extract)  # Extracted
-    shard = op.key_on("embed_shard", extracted, lambda _: "all")
+    # sealed while collected: the collect step snapshots what it holds at an epoch's end
+    sealed = op.map("seal", extracted, lambda x: SealedItem.seal(keys, x.user_id, x))
+    shard = op.key_on("embed_shard", sealed, lambda _: "all")
     groups = op.collect("embed_batch", shard, timeout=timedelta(milliseconds=20), max_size=64)
-    embedded = op.flat_map("embed", groups, lambda kv: embed_all(rt.embedder, rt.cache, kv[1]))
+    embedded = op.flat_map(
+        "embed", groups, lambda kv: embed_all(rt.embedder, rt.cache, opened(kv[1]))
+    )
     to_writer = op.merge("to_writer", embedded, is_cmd.trues)  # Extracted | IncomingCommand
     by_user = op.key_on("by_user", to_writer, _user_key)
     applied = op.key_rm("unkey_user", op.stateful_map("write", by_user, write))  # Applied

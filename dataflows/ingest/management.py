@@ -47,11 +47,18 @@ def _soft_delete(
     cause: str,
     reason: str,
     source: OpSource,
+    shred: bool = False,
 ) -> WriteBatch:
+    """``shred``: a whole-user purge — the deleted versions keep none of the words (the
+    data key that sealed the old ones is destroyed when this batch is written)."""
     idx = writer.rt.cache.get(records[0].user_id) if records else None
     batch = WriteBatch()
     for old in records:
         rec = dataclasses.replace(old, status=Status.DELETED, deleted_at=now, updated_at=now)
+        if shred:
+            rec = dataclasses.replace(
+                rec, content="", custom_tags={}, source_msg_id=None, source_msg_ids=[]
+            )
         batch.memories.append(rec)
         batch.changes.append(
             change(
@@ -59,7 +66,7 @@ def _soft_delete(
                 OpType.DELETE,
                 change_id_for(old.memory_id, "DELETE", cause),
                 now,
-                before=old.content,
+                before="" if shred else old.content,
                 reason=reason,
                 task_id=cause,
                 source=source,
@@ -179,7 +186,10 @@ def delete(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
             cmd.command_id,
             p.get("reason") or "deleted",
             OpSource(p.get("source", "USER")),
+            shred=bool(p.get("shred")),
         )
+        if p.get("shred"):
+            batch.shred_users.append(cmd.user_id)
     asked = list(p.get("memory_ids") or [])
     missing = sorted(set(asked) - {r.memory_id for r in targets})
     if asked and len(asked) == 1 and missing:

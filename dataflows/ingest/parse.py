@@ -5,6 +5,9 @@ task accepted by the API and refused here is reported ``failed`` with the reason
 of staying ``accepted``. The Kafka key must be the body's ``user_id`` (DESIGN §4): a
 mismatched key would put the user's events on two partitions and break their order.
 Reasons name fields and limits, never the content.
+
+Values the API sealed with the user's data key (``sinks.sealed``) are opened here; one
+whose key a purge destroyed is rejected (to the DLQ, still sealed), never applied.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from core.settings import Settings
 from dataflows.ingest.items import Incoming, IncomingCommand, Rejected, Source
 from schemas.commands import Command
 from schemas.events import UINT64_MAX, ConversationEvent
+from sinks.crypto import DecryptionError, KeyDestroyed
+from sinks.keyring import KeyRing
+from sinks.sealed import is_sealed, open_event, open_payload, sealed_size
 
 Parsed = Incoming | IncomingCommand | Rejected
 
@@ -54,7 +60,7 @@ def _decode(src: Source, settings: Settings) -> dict | Rejected:
     raw = src.value
     if raw is None:
         return Rejected("empty message (no value)", src)
-    if len(raw) > settings.max_event_bytes:
+    if len(raw) > sealed_size(settings.max_event_bytes):  # plain values: checked below
         return _reject(
             f"event of {len(raw)} bytes exceeds max_event_bytes ({settings.max_event_bytes})", src
         )
@@ -70,13 +76,34 @@ def _decode(src: Source, settings: Settings) -> dict | Rejected:
         return Rejected(f"value is not JSON: {exc.msg} at line {exc.lineno} col {exc.colno}", src)
     if not isinstance(data, dict):
         return Rejected("event must be a JSON object", src)
+    if len(raw) > settings.max_event_bytes and not is_sealed(data):
+        return _reject(
+            f"event of {len(raw)} bytes exceeds max_event_bytes ({settings.max_event_bytes})", src
+        )
     return data
 
 
-def parse_conversation(src: Source, settings: Settings) -> Incoming | Rejected:
+def _unsealed(data: dict, src: Source, keys: KeyRing | None) -> dict | Rejected:
+    if keys is None:
+        return _reject("sealed event, but this parser holds no keys", src)
+    try:
+        return open_event(keys, data)
+    except KeyDestroyed:
+        return _reject("sealed with a destroyed data key (the user was purged): not applied", src)
+    except (DecryptionError, ValueError, KeyError, TypeError) as exc:
+        return _reject(f"sealed event does not open: {type(exc).__name__}", src)
+
+
+def parse_conversation(
+    src: Source, settings: Settings, keys: KeyRing | None = None
+) -> Incoming | Rejected:
     data = _decode(src, settings)
     if isinstance(data, Rejected):
         return data
+    if is_sealed(data):
+        data = _unsealed(data, src, keys)
+        if isinstance(data, Rejected):
+            return data
     messages = data.get("messages")
     if isinstance(messages, list) and len(messages) > settings.max_turns_per_event:
         return _reject(
@@ -104,7 +131,9 @@ def parse_conversation(src: Source, settings: Settings) -> Incoming | Rejected:
     return Incoming(event, task_id, src)
 
 
-def parse_command(src: Source, settings: Settings) -> IncomingCommand | Rejected:
+def parse_command(
+    src: Source, settings: Settings, keys: KeyRing | None = None
+) -> IncomingCommand | Rejected:
     data = _decode(src, settings)
     if isinstance(data, Rejected):
         return data
@@ -114,7 +143,17 @@ def parse_command(src: Source, settings: Settings) -> IncomingCommand | Rejected
         return Rejected(_describe(exc).replace("event", "command", 1), src)
     if (bad_key := _key_mismatch(src, command.user_id)) is not None:
         return Rejected(bad_key, src)
-    return IncomingCommand(command, src)
+    if command.sealed is None:
+        return IncomingCommand(command, src)
+    try:
+        if keys is None:
+            raise DecryptionError("this parser holds no keys")
+        payload = open_payload(keys, command.user_id, command.sealed)
+    except KeyDestroyed:
+        return Rejected("sealed with a destroyed data key (the user was purged)", src)
+    except (DecryptionError, ValueError) as exc:
+        return Rejected(f"sealed command does not open: {type(exc).__name__}", src)
+    return IncomingCommand(command.model_copy(update={"payload": payload, "sealed": None}), src)
 
 
 def _key_mismatch(src: Source, user_id: int) -> str | None:

@@ -36,11 +36,25 @@ def merge_applied(items: list[Applied]) -> Applied:
         merged.batch.changes.extend(a.batch.changes)
         merged.batch.milvus_deletes.extend(a.batch.milvus_deletes)
         merged.batch.purge_ids.extend(a.batch.purge_ids)
+        merged.batch.shred_users.extend(a.batch.shred_users)
         merged.results.extend(a.results)
         merged.command_results.extend(a.command_results)
         merged.rejected.extend(a.rejected)
     merged.batch.memories = list(latest.values())
     return merged
+
+
+def runs(items: list[Applied]) -> list[list[Applied]]:
+    """Split a sink batch at each crypto-shredding purge, which is written alone: what
+    came before it is sealed (and shredded) under the old key, what follows under a new
+    one — merged into one write, both would be sealed after the destroy."""
+    out: list[list[Applied]] = [[]]
+    for a in items:
+        if a.batch.shred_users:
+            out += [[a], []]
+        else:
+            out[-1].append(a)
+    return [r for r in out if r]
 
 
 def send_to_dlq(rt: Runtime, rejected: list[Rejected]) -> None:
@@ -89,6 +103,10 @@ class _Partition(StatelessSinkPartition[Applied]):
         self.rt = rt
 
     def write_batch(self, items: list[Applied]) -> None:
+        for run in runs(items):
+            self._write(run)
+
+    def _write(self, items: list[Applied]) -> None:
         merged = merge_applied(items)
         self.rt.memories.write(merged.batch)
         send_to_dlq(self.rt, merged.rejected)

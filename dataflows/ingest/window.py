@@ -3,11 +3,17 @@
 Emits a TurnBatch when the burst goes quiet for ``session_gap_s`` or reaches
 ``session_max_turns``; keeps the last ``context_turns`` turns as extraction context for
 the next burst. The pending events and the context are the only ingest state that is
-not derivable from the stores, so they are what this step snapshots.
+not derivable from the stores, so they are what this step snapshots — sealed with the
+user's data key (``SealedWindow``), so the raw turns in the Bytewax recovery store
+(``recovery/ingest/*.sqlite3``) stop opening when the user is purged; a window restored
+from a shredded snapshot starts empty.
 """
 
 from __future__ import annotations
 
+import base64
+import logging
+import pickle
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -15,6 +21,10 @@ from bytewax.operators import StatefulLogic
 
 from dataflows.ingest.items import Incoming, TurnBatch
 from schemas.events import Message
+from sinks.crypto import KeyDestroyed
+from sinks.keyring import KeyRing
+
+log = logging.getLogger(__name__)
 
 IDLE_TTL = timedelta(minutes=30)  # context of a silent session is dropped after this
 
@@ -30,9 +40,69 @@ class WindowState:
     context: list[Message] = field(default_factory=list)
 
 
-class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState]):
-    def __init__(self, state: WindowState | None, gap_s: float, max_turns: int, context_turns: int):
+@dataclass(frozen=True)
+class SealedWindow:
+    """A WindowState as the recovery store keeps it: pickled, sealed with the user's key."""
+
+    user_id: int
+    blob: str
+
+    @classmethod
+    def seal(cls, keys: KeyRing, user_id: int, state: WindowState) -> SealedWindow:
+        raw = base64.b64encode(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+        return cls(user_id, keys.encrypt(user_id, raw.decode("ascii")))
+
+    def open(self, keys: KeyRing) -> WindowState:
+        """The state (authenticated, so unpickling it is safe); empty once shredded."""
+        try:
+            raw = keys.decrypt(self.user_id, self.blob)
+        except KeyDestroyed:
+            log.info(
+                "window snapshot of a purged user dropped",
+                extra={"fields": {"user_id": self.user_id}},
+            )
+            return WindowState()
+        return pickle.loads(base64.b64decode(raw))  # noqa: S301 (sealed by us, AEAD-checked)
+
+
+@dataclass(frozen=True)
+class SealedItem:
+    """Any value of one user, sealed while a step holds it across a snapshot."""
+
+    user_id: int
+    blob: str
+
+    @classmethod
+    def seal(cls, keys: KeyRing, user_id: int, value: object) -> SealedItem:
+        raw = base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        return cls(user_id, keys.encrypt(user_id, raw.decode("ascii")))
+
+    def open(self, keys: KeyRing) -> object | None:
+        """The value, or None when the user was purged while it was in flight."""
+        try:
+            raw = keys.decrypt(self.user_id, self.blob)
+        except KeyDestroyed:
+            return None
+        return pickle.loads(base64.b64decode(raw))  # noqa: S301 (sealed by us, AEAD-checked)
+
+
+class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindow]):
+    def __init__(
+        self,
+        state: WindowState | SealedWindow | None,
+        gap_s: float,
+        max_turns: int,
+        context_turns: int,
+        keys: KeyRing | None = None,
+    ):
+        self.keys = keys
+        self.user_id: int | None = None
+        if isinstance(state, SealedWindow):
+            self.user_id = state.user_id
+            state = state.open(keys) if keys is not None else None
         self.state = state or WindowState()
+        if self.user_id is None and self.state.pending:  # a snapshot from before sealing
+            self.user_id = self.state.pending[0].event.user_id
         self.gap = timedelta(seconds=gap_s)
         self.max_turns = max_turns
         self.context_turns = context_turns
@@ -40,6 +110,7 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState]):
         self.deadline = now + (self.gap if self.state.pending else IDLE_TTL)
 
     def on_item(self, value: Incoming) -> tuple[list[TurnBatch], bool]:
+        self.user_id = value.event.user_id
         self.state.pending.append(value)
         turns = sum(len(i.event.messages) for i in self.state.pending)
         if turns >= self.max_turns:
@@ -58,8 +129,11 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState]):
     def notify_at(self) -> datetime | None:
         return self.deadline
 
-    def snapshot(self) -> WindowState:
-        return WindowState(list(self.state.pending), list(self.state.context))
+    def snapshot(self) -> WindowState | SealedWindow:
+        state = WindowState(list(self.state.pending), list(self.state.context))
+        if self.keys is None or self.user_id is None:
+            return state  # no keys (tests) or nothing of a user held yet
+        return SealedWindow.seal(self.keys, self.user_id, state)
 
     def _flush(self) -> TurnBatch:
         batch = TurnBatch(self.state.pending, list(self.state.context))

@@ -168,12 +168,14 @@ def _repair(
     for start in range(0, len(missing), _EMBED_CHUNK):
         part = missing[start : start + _EMBED_CHUNK]
         vectors = rt.embedder.embed([r.content for r in part])
-        full += [milvus_row(r, v) for r, v in zip(part, vectors, strict=True)]
+        full += [
+            milvus_row(r, v, rt.memories.blind_tags(r)) for r, v in zip(part, vectors, strict=True)
+        ]
     drifted = [r for i, r in records.items() if i in mv and mv[i].get("status") != r.status.value]
     orphans = [i for i in owner if i not in records and i in mv]
     milvus.upsert(full)
     if drifted:
-        rows = [milvus_row(r, None) for r in drifted]
+        rows = [milvus_row(r, None, rt.memories.blind_tags(r)) for r in drifted]
         milvus.client.upsert(milvus.collection, rows, partial_update=True)
     milvus.delete(orphans)
     stats["missing_vectors"] += len(full)

@@ -19,7 +19,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -70,9 +70,16 @@ class ScanRow:
     custom_tags: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, r: dict[str, Any]) -> ScanRow:
+    def of(
+        cls, r: dict[str, Any], tags_of: Callable[[int, str], dict[str, Any]] | None = None
+    ) -> ScanRow:
+        """``tags_of`` opens the sealed tags (``MemoryStore.tags_of``); only AGENT rows
+        need them (the persona exemption)."""
         ownership = Ownership(r["ownership"])
-        tags = json.loads(r["custom_tags"] or "{}") if ownership is Ownership.AGENT else {}
+        tags: dict[str, Any] = {}
+        if ownership is Ownership.AGENT:
+            raw = r["custom_tags"] or ""
+            tags = tags_of(int(r["user_id"]), raw) if tags_of else json.loads(raw or "{}")
         return cls(
             r["memory_id"],
             int(r["user_id"]),
@@ -122,7 +129,7 @@ def plan_pass(
     pages = keyset_pages(rt.stores.clickhouse, _COLUMNS, where, params, page_size, pause_s)
     for rows in pages:
         for r in rows:
-            row = ScanRow.of(r)
+            row = ScanRow.of(r, rt.memories.tags_of)
             planned = plan_memory(row, now, s)
             if planned is not None:
                 out[row.user_id].append(planned)

@@ -19,6 +19,7 @@ from schemas.enums import Level, Ownership
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent, Message, Strategy, UserId
 from sinks.errors import StoreUnavailable
+from sinks.sealed import seal_event_bytes
 
 router = APIRouter(prefix="/memory/v1", tags=["write"])
 
@@ -90,6 +91,8 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]
         raise ApiError(ErrorCode.BAD_PARAMETER, msg) from None
     check_switch(svc, body.user_id, body.app_id)
     payload = event_bytes(event, s.max_event_bytes)
+    # sealed with the user's data key: a purge leaves no readable copy in the topic
+    payload = seal_event_bytes(svc.memories.cipher, body.user_id, event.task_id, payload)
     tasks, bus = svc.tasks, svc.stores.kafka
     try:
         svc.stores.redis.client.ping()  # the task status must be recordable: say so now

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import FileResponse
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from recall_api import export
@@ -98,7 +99,19 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> dict
         "scope": body.scope.model_dump(exclude_none=True) if body.scope else {},
         "reason": "purge requested",
     }
+    shredded = None
+    if body.scope is None:
+        # Crypto-shredding first: destroying the user's data key makes every sealed copy
+        # (stores, topics, snapshots, exports, backups) unreadable at once; the writer
+        # destroys it again in its order (``shred``), so nothing written meanwhile
+        # survives either. A scoped purge keeps the key (the user's other memories).
+        await asyncio.to_thread(svc.memories.cipher.destroy, body.user_id)
+        shredded = export.delete_user_exports(svc, body.user_id)
+        payload["shred"] = True
     data = await run_command(svc, "delete", body.user_id, payload, body.request_id)
+    data["crypto_shredded"] = shredded is not None
+    if shredded is not None:
+        data["exports_deleted"] = shredded
     due = datetime.now(UTC) + timedelta(days=svc.settings.deleted_retention_days)
     data["physical_removal_due"] = due.isoformat()
     data["raw_transcripts_expire_within_h"] = svc.settings.conversations_retention_h
@@ -133,11 +146,18 @@ def export_status(
 
 
 @router.get("/export/download/{export_id}", response_model=None)
-def download(export_id: str, expires: int, sig: str, svc: ServicesDep) -> FileResponse:
-    """Served to whoever holds a valid link (no API key: the signature is the credential)."""
-    path = export.export_path(svc, export_id)
+def download(export_id: str, expires: int, sig: str, svc: ServicesDep) -> StreamingResponse:
+    """Served to whoever holds a valid link (no API key: the signature is the credential);
+    the sealed file is opened on the fly."""
     if not export.link_valid(svc, export_id, expires, sig):
         raise ApiError(ErrorCode.UNAUTHENTICATED, "link expired or signature invalid")
-    if not path.exists():
-        raise ApiError(ErrorCode.NOT_FOUND, f"export '{export_id}' has no file")
-    return FileResponse(path, media_type="application/x-ndjson", filename=path.name)
+    export.sweep(svc)
+    found = export.file_of(svc, export_id)
+    if found is None:
+        raise ApiError(ErrorCode.NOT_FOUND, f"export '{export_id}' has no file (expired or purged)")
+    path, user_id = found
+    return StreamingResponse(
+        export.read_lines(svc, path, user_id),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{export_id}.jsonl"'},
+    )

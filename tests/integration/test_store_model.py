@@ -20,8 +20,8 @@ from ops import reembed_cmd
 from recall_api.services import Services
 from schemas.enums import Status
 from sinks.clickhouse import ClickHouseStore
-from sinks.crypto import ContentCipher
 from sinks.errors import ModelMismatch
+from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore, WriteBatch
 from sinks.milvus import MilvusStore
 from sinks.reembed import collection_dim, plan_reembed, run_reembed
@@ -39,7 +39,9 @@ class OwnStore:
 
     @property
     def memories(self) -> MemoryStore:
-        return MemoryStore(self.stores, ContentCipher.from_settings(self.settings))
+        return MemoryStore(
+            self.stores, KeyRing.from_settings(self.settings, self.stores.clickhouse)
+        )
 
     @property
     def model(self) -> StoreModel:

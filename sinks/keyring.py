@@ -1,0 +1,290 @@
+"""Per-(tenant, user) data keys: created on first write, wrapped by the master key,
+stored in ClickHouse (``data_keys``), cached unwrapped in memory, destroyed by purge.
+
+This is what makes the purge promise hold everywhere at once (crypto-shredding): every
+copy of a user's words that memstream writes — memory and change-log content and tags
+in ClickHouse, the tag tokens in Milvus, the API's events on ``memory.conversations`` and
+``memory.commands``, the ingest window state in Bytewax snapshots, export files — is
+sealed with the user's data key. ``destroy(user)`` erases the wrapped key rows (a
+synchronous ``ALTER TABLE … DELETE``) and the cached copies, so those copies stop
+opening in every store, topic, snapshot and backup before the physical purge runs.
+
+The tenant component is ``"default"`` everywhere until tenants exist; it is part of
+the table key and of every blob's associated data, so it can grow later.
+
+Cache: an LRU of at most ``cache_size`` users, each entry trusted for ``ttl_s``
+seconds. A purge in this process drops the entry at once; another process (a separate
+API, an ingest worker) stops using a destroyed key within ``ttl_s`` (and the keyed
+writer drops it when it applies the purge command).
+
+Tag search is a keyed blind index (``blind``): Milvus holds HMAC tokens of tag keys and
+values, never the tags; the hot path filters decrypted records in memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from core.settings import Settings
+from sinks.clickhouse import ClickHouseStore
+from sinks.crypto import V1, V2, DataKey, DecryptionError, KeyDestroyed, LegacyCipher, key_id_of
+from sinks.master_key import MasterKey, UnwrapError, masters_from_settings
+
+log = logging.getLogger(__name__)
+DEFAULT_TENANT = "default"
+
+
+@dataclass
+class _Entry:
+    loaded_at: float
+    keys: dict[str, DataKey] = field(default_factory=dict)
+    current: str | None = None
+    missing: set[str] = field(default_factory=set)  # ids looked up again and not found
+
+
+def _context(tenant: str, user_id: int, key_id: str) -> bytes:
+    return f"memstream data key|{tenant}|{user_id}|{key_id}".encode()
+
+
+class KeyRing:
+    def __init__(
+        self,
+        clickhouse: ClickHouseStore,
+        master: MasterKey,
+        previous: Iterable[MasterKey] = (),
+        legacy: LegacyCipher | None = None,
+        cache_size: int = 10_000,
+        ttl_s: float = 60.0,
+    ):
+        self.ch = clickhouse
+        self.master = master
+        self.previous = {m.key_id: m for m in previous}
+        self.legacy = legacy
+        self.cache_size = cache_size
+        self.ttl_s = ttl_s
+        self._cache: OrderedDict[tuple[str, int], _Entry] = OrderedDict()
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_settings(cls, s: Settings, clickhouse: ClickHouseStore) -> KeyRing:
+        master, previous = masters_from_settings(s)
+        return cls(
+            clickhouse,
+            master,
+            previous,
+            LegacyCipher(master.secret),
+            s.data_key_cache_size,
+            s.data_key_cache_ttl_s,
+        )
+
+    @property
+    def _table(self) -> str:
+        return f"{self.ch.database}.data_keys"
+
+    # ------------------------------------------------------------ content
+    def encrypt(self, user_id: int, text: str, tenant: str = DEFAULT_TENANT) -> str:
+        if not text:
+            return ""
+        return self.current(user_id, tenant).encrypt(text)
+
+    def decrypt(self, user_id: int, blob: str, tenant: str = DEFAULT_TENANT) -> str:
+        """Plaintext of a ``v2``/``v1`` blob; KeyDestroyed once the user was purged."""
+        if not blob:
+            return ""
+        if blob.startswith(V2):
+            return self.key(user_id, key_id_of(blob) or "", tenant).decrypt(blob)
+        if blob.startswith(V1) and self.legacy is not None:
+            return self.legacy.decrypt(blob)
+        raise DecryptionError("unknown ciphertext version")
+
+    def open(self, user_id: int, blob: str, tenant: str = DEFAULT_TENANT) -> str:
+        """As ``decrypt``, but a shredded blob reads as ``""`` (what a purge leaves)."""
+        try:
+            return self.decrypt(user_id, blob, tenant)
+        except KeyDestroyed:
+            return ""
+
+    def blind(self, user_id: int, text: str, tenant: str = DEFAULT_TENANT) -> str:
+        """The user's token for ``text`` (what Milvus stores for a tag)."""
+        return self.current(user_id, tenant).blind(text)
+
+    def blind_all(self, user_id: int, text: str, tenant: str = DEFAULT_TENANT) -> list[str]:
+        """The token under every live key of the user (what a tag filter asks for), so
+        rows written while two processes raced to create the first key still match."""
+        entry = self._entry(user_id, tenant)
+        return sorted({k.blind(text) for k in entry.keys.values()})
+
+    # ------------------------------------------------------------ keys
+    def current(self, user_id: int, tenant: str = DEFAULT_TENANT) -> DataKey:
+        """The key new data of the user is sealed with; created on first use."""
+        entry = self._entry(user_id, tenant)
+        if entry.current is None:
+            entry = self._create(user_id, tenant)
+        return entry.keys[entry.current or ""]
+
+    def key(self, user_id: int, key_id: str, tenant: str = DEFAULT_TENANT) -> DataKey:
+        entry = self._entry(user_id, tenant)
+        if key_id not in entry.keys and key_id not in entry.missing:
+            entry = self._entry(user_id, tenant, refresh=True)  # made elsewhere since?
+        found = entry.keys.get(key_id)
+        if found is None:
+            entry.missing.add(key_id)  # a shredded row costs one lookup per TTL, not each
+            raise KeyDestroyed(f"data key {key_id} of user {user_id} is destroyed (purged)")
+        return found
+
+    def prefetch(self, user_ids: Iterable[int], tenant: str = DEFAULT_TENANT) -> None:
+        """Load the keys of many users in one query (a multi-user read)."""
+        now = time.monotonic()
+        with self._lock:
+            missing = [
+                u
+                for u in set(user_ids)
+                if (e := self._cache.get((tenant, u))) is None or now - e.loaded_at > self.ttl_s
+            ]
+        if missing:
+            self._load(missing, tenant)
+
+    def destroy(self, user_id: int, tenant: str = DEFAULT_TENANT) -> int:
+        """Crypto-shred the user: erase every wrapped data key row, then the cached copy.
+        Returns how many keys existed. New writes of the user get a new key."""
+        params = {"t": tenant, "u": user_id}
+        where = "tenant_id = {t:String} AND user_id = {u:UInt64}"
+        n = int(self.ch.query(f"SELECT count() FROM {self._table} WHERE {where}", params)[0][0])
+        # A mutation rewrites the parts (a lightweight DELETE would only mask the rows).
+        self.ch.command(
+            f"ALTER TABLE {self._table} DELETE WHERE {where} SETTINGS mutations_sync = 2", params
+        )
+        self.forget(user_id, tenant)
+        log.info("data key destroyed", extra={"fields": {"user_id": user_id, "keys": n}})
+        return n
+
+    def forget(self, user_id: int, tenant: str = DEFAULT_TENANT) -> None:
+        with self._lock:
+            self._cache.pop((tenant, user_id), None)
+
+    def rewrap_all(self) -> int:
+        """Re-wrap every data key not wrapped by the current master (rotation); content
+        is untouched. Returns how many were re-wrapped."""
+        rows = self.ch.query(
+            f"SELECT tenant_id, user_id FROM {self._table} FINAL "
+            "WHERE master_id != {m:String} GROUP BY tenant_id, user_id",
+            {"m": self.master.key_id},
+        )
+        by_tenant: dict[str, list[int]] = {}
+        for tenant, user_id in rows:
+            by_tenant.setdefault(tenant, []).append(int(user_id))
+        done = 0
+        for tenant, users in by_tenant.items():
+            for start in range(0, len(users), 1000):
+                done += self._load(users[start : start + 1000], tenant)
+        return done
+
+    # ------------------------------------------------------------ internals
+    def _entry(self, user_id: int, tenant: str, refresh: bool = False) -> _Entry:
+        with self._lock:
+            entry = self._cache.get((tenant, user_id))
+            if (
+                entry is not None
+                and not refresh
+                and time.monotonic() - entry.loaded_at <= self.ttl_s
+            ):
+                self._cache.move_to_end((tenant, user_id))
+                return entry
+        self._load([user_id], tenant)
+        with self._lock:
+            return self._cache[(tenant, user_id)]
+
+    def _load(self, user_ids: list[int], tenant: str) -> int:
+        """Fetch, unwrap (re-wrapping what an old master wrapped) and cache; returns the
+        number of keys re-wrapped."""
+        rows = self.ch.query(
+            f"SELECT user_id, key_id, wrapped, master_id, created_at FROM {self._table} FINAL "
+            "WHERE tenant_id = {t:String} AND user_id IN {u:Array(UInt64)} "
+            "ORDER BY user_id, created_at, key_id",
+            {"t": tenant, "u": user_ids},
+        )
+        now = time.monotonic()
+        entries = {u: _Entry(now) for u in user_ids}
+        rewrapped = []
+        for user_id, key_id, wrapped, master_id, created_at in rows:
+            user_id = int(user_id)
+            material = self._unwrap(tenant, user_id, key_id, wrapped, master_id)
+            if material is None:
+                continue
+            if master_id != self.master.key_id:
+                rewrapped.append(self._row(tenant, user_id, key_id, material, created_at))
+            entries[user_id].keys[key_id] = DataKey.of(tenant, user_id, key_id, material)
+            entries[user_id].current = key_id  # the newest live key seals new data
+        if rewrapped:
+            self._insert(rewrapped)
+        with self._lock:
+            for user_id, entry in entries.items():
+                self._cache[(tenant, user_id)] = entry
+                self._cache.move_to_end((tenant, user_id))
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return len(rewrapped)
+
+    def _unwrap(
+        self, tenant: str, user_id: int, key_id: str, wrapped: str, master_id: str
+    ) -> bytes | None:
+        master = self.master if master_id == self.master.key_id else self.previous.get(master_id)
+        if master is None:
+            log.error(
+                "data key wrapped by an unknown master key; set encryption_previous_keys",
+                extra={"fields": {"user_id": user_id, "master_id": master_id}},
+            )
+            return None
+        try:
+            return master.unwrap(base64.b64decode(wrapped), _context(tenant, user_id, key_id))
+        except UnwrapError:
+            log.error("data key does not unwrap", extra={"fields": {"user_id": user_id}})
+            return None
+
+    def _create(self, user_id: int, tenant: str) -> _Entry:
+        key_id = uuid.uuid4().hex[:16]
+        material = os.urandom(32)
+        self._insert([self._row(tenant, user_id, key_id, material, datetime.now(UTC))])
+        entry = self._entry(user_id, tenant, refresh=True)
+        if entry.current is None:  # the insert did not land: refuse rather than lose data
+            raise DecryptionError(f"could not store a data key for user {user_id}")
+        return entry
+
+    def _row(
+        self, tenant: str, user_id: int, key_id: str, material: bytes, created_at: datetime
+    ) -> list:
+        wrapped = self.master.wrap(material, _context(tenant, user_id, key_id))
+        return [
+            tenant,
+            user_id,
+            key_id,
+            base64.b64encode(wrapped).decode("ascii"),
+            self.master.key_id,
+            created_at,
+            time.time_ns(),
+        ]
+
+    def _insert(self, rows: list[list]) -> None:
+        self.ch.insert(
+            "data_keys",
+            rows,
+            ["tenant_id", "user_id", "key_id", "wrapped", "master_id", "created_at", "version"],
+        )
+
+    # ------------------------------------------------------------ links
+    def sign(self, message: str) -> str:
+        if self.legacy is None:
+            raise DecryptionError("no signing key")
+        return self.legacy.sign(message)
+
+    def verify(self, message: str, signature: str) -> bool:
+        return self.legacy is not None and self.legacy.verify(message, signature)

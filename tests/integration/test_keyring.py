@@ -1,0 +1,64 @@
+"""Data keys in ClickHouse: created once, cached with a bound, destroyed, re-wrapped."""
+
+from __future__ import annotations
+
+import pytest
+
+from sinks.crypto import KeyDestroyed, LegacyCipher
+from sinks.keyring import KeyRing
+from sinks.master_key import LocalMasterKey
+
+pytestmark = pytest.mark.integration
+
+
+def _ring(stores, secret: bytes, previous=(), **kw) -> KeyRing:
+    return KeyRing(
+        stores.clickhouse,
+        LocalMasterKey(secret),
+        [LocalMasterKey(p) for p in previous],
+        LegacyCipher(secret),
+        **kw,
+    )
+
+
+def test_another_process_opens_what_one_sealed_until_the_user_is_destroyed(stores, user_id):
+    a, b = _ring(stores, b"master-1"), _ring(stores, b"master-1")
+    blob = a.encrypt(user_id, "zq secret")
+    assert b.decrypt(user_id, blob) == "zq secret"  # found in ClickHouse, unwrapped
+    assert a.destroy(user_id) == 1
+    with pytest.raises(KeyDestroyed):
+        a.decrypt(user_id, blob)
+    b.forget(user_id)  # (otherwise within ttl_s)
+    with pytest.raises(KeyDestroyed):
+        b.decrypt(user_id, blob)
+    assert b.open(user_id, blob) == ""
+    fresh = a.encrypt(user_id, "after the purge")  # a new key for new data
+    assert a.decrypt(user_id, fresh) == "after the purge"
+
+
+def test_v1_blobs_of_the_old_single_key_still_read(stores, user_id):
+    ring = _ring(stores, b"master-legacy")
+    old = LegacyCipher(b"master-legacy").encrypt("written before v2")
+    assert ring.decrypt(user_id, old) == "written before v2"
+
+
+def test_rotation_rewraps_without_touching_content(stores, user_id):
+    old = _ring(stores, b"rot-old")
+    blob = old.encrypt(user_id, "kept across rotation")
+    new = _ring(stores, b"rot-new", previous=[b"rot-old"])
+    assert new.rewrap_all() >= 1
+    only_new = _ring(stores, b"rot-new")  # the old master is gone now
+    assert only_new.decrypt(user_id, blob) == "kept across rotation"
+    db = stores.clickhouse.database
+    masters = stores.clickhouse.query(
+        f"SELECT DISTINCT master_id FROM {db}.data_keys FINAL WHERE user_id = {{u:UInt64}}",
+        {"u": user_id},
+    )
+    assert masters == [(LocalMasterKey(b"rot-new").key_id,)]
+
+
+def test_the_cache_is_bounded(stores, user_id):
+    ring = _ring(stores, b"master-cache", cache_size=3)
+    for u in range(user_id, user_id + 10):
+        ring.encrypt(u, "x")
+    assert len(ring._cache) == 3
