@@ -100,6 +100,9 @@ class MemoryStore:
             return
         for user_id in sorted(set(batch.shred_users)):
             self.cipher.destroy(user_id)  # before anything of this batch is sealed
+        self.cipher.prefetch(
+            {m.user_id for m in batch.memories} | {c.user_id for c in batch.changes}
+        )
         version = time.time_ns()
         ch = self.stores.clickhouse
         ch.insert("memories", [self._row(m, version) for m in batch.memories], MEMORY_COLUMNS)

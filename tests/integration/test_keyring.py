@@ -62,3 +62,20 @@ def test_the_cache_is_bounded(stores, user_id):
     for u in range(user_id, user_id + 10):
         ring.encrypt(u, "x")
     assert len(ring._cache) == 3
+
+
+def test_a_window_snapshot_restores_sealed_and_comes_back_empty_once_shredded(stores, user_id):
+    from dataflows.ingest.items import Incoming, Source
+    from dataflows.ingest.window import SealedWindow, SessionWindow
+    from schemas.events import ConversationEvent
+
+    ring = _ring(stores, b"master-window")
+    event = ConversationEvent(user_id=user_id, messages=[{"role": "user", "content": "zqwin"}])
+    win = SessionWindow(None, 60, 100, 5, ring)
+    win.on_item(Incoming(event, "t1", Source("memory.conversations", 0, 0, None, b"zqwin raw")))
+    snap = win.snapshot()
+    assert isinstance(snap, SealedWindow) and "zqwin" not in snap.blob
+    restored = SessionWindow(snap, 60, 100, 5, ring)
+    assert restored.state.pending[0].event.messages[0].content == "zqwin"
+    ring.destroy(user_id)
+    assert SessionWindow(snap, 60, 100, 5, ring).state.pending == []
