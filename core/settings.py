@@ -126,8 +126,20 @@ class Settings(BaseSettings):
     encryption_previous_keys: SecretStr = SecretStr("")
     data_key_cache_size: int = Field(10_000, ge=1)  # unwrapped data keys held (users)
     data_key_cache_ttl_s: float = Field(60.0, gt=0)  # a purge elsewhere takes effect within
+    # Legacy/bootstrap keys: {"<key or sha256:hex>": {tenant, role?, app_ids?, global?}}.
+    # Prefer `memstream keys create` (hashed records in api_keys_file, core.apikeys).
     api_keys: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    api_keys_file: Path | None = None  # None = <data_dir>/api_keys.json
+    api_key: SecretStr = SecretStr("")  # the key the CLI sends to the node (MEMSTREAM_API_KEY)
     local_mode: bool = True
+
+    # --- rate limits (per key, and per user within a key; Redis-backed, `limits`) ---
+    # "N/second", "N/minute" ... (limits' notation); "" = no limit. Recall and writes
+    # have separate buckets, so a burst of writes never makes recall wait.
+    rate_limit_key_recall: str = "200/second"
+    rate_limit_user_recall: str = "50/second"
+    rate_limit_key_write: str = "100/second"
+    rate_limit_user_write: str = "20/second"
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -281,9 +293,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_secrets_outside_local(self) -> Settings:
-        if not self.local_mode:
-            if not self.api_keys:
-                raise ValueError("api_keys: required when local_mode is false")
+        if not self.local_mode:  # keys themselves: checked at start (they may be in a file)
             key = self.encryption_key.get_secret_value()
             if not key or key.lower() in {"changeme", "secret", "change-me"}:
                 raise ValueError("encryption_key: set a real key when local_mode is false")

@@ -121,9 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
     """Commands whose modules live beside this one; each registers its own parser."""
-    from ops import bench_cmd, extract_cmd, lifecycle_cmd, reembed_cmd, sql_cmd, transfer_cmd
+    from ops import (
+        bench_cmd,
+        extract_cmd,
+        keys_cmd,
+        lifecycle_cmd,
+        reembed_cmd,
+        sql_cmd,
+        transfer_cmd,
+    )
 
-    for mod in (extract_cmd, sql_cmd, bench_cmd, lifecycle_cmd, transfer_cmd, reembed_cmd):
+    for mod in (
+        extract_cmd,
+        sql_cmd,
+        bench_cmd,
+        lifecycle_cmd,
+        transfer_cmd,
+        reembed_cmd,
+        keys_cmd,
+    ):
         mod.add_parser(sub)
 
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.settings import Settings, get_settings
+from ops.client_auth import auth_headers
 from recall_api.serving import api_base_url, client_ssl_context
 
 
@@ -90,7 +91,10 @@ def via_node(
     url = f"{api_base_url(settings, host)}/admin/v1/lifecycle/run"
     payload = json.dumps({"now": now.isoformat(), "users": users}).encode()
     req = urllib.request.Request(
-        url, data=payload, headers={"content-type": "application/json"}, method="POST"
+        url,
+        data=payload,
+        headers={"content-type": "application/json", **auth_headers(settings)},
+        method="POST",
     )
     try:
         with urllib.request.urlopen(

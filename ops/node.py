@@ -29,6 +29,7 @@ from recall_api.changes import follow_changes
 from recall_api.services import Services
 from recall_api.serving import api_base_url, server_config
 from sinks.errors import ModelMismatch, StoreUnavailable
+from sinks.keystore import check_bind
 from sinks.stores import Stores
 
 log = logging.getLogger("memstream.node")
@@ -47,6 +48,7 @@ def _ensure_topics_forever(stores: Stores, stop: threading.Event) -> None:
 
 
 def serve(settings: Settings) -> None:
+    check_bind(settings)  # SettingsError: no key, yet asked to listen beyond loopback
     stores = Stores.from_settings(settings)
     stores.setup()
     try:
@@ -111,7 +113,7 @@ def main() -> int:
     setup_logging(settings.log_level, settings.log_json)
     try:
         serve(settings)
-    except ModelMismatch as exc:
+    except (ModelMismatch, SettingsError) as exc:
         print(f"memstream node: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from core.settings import get_settings
+from ops.client_auth import auth_headers
 from recall_api.serving import api_base_url, client_verify
 
 
@@ -42,7 +43,11 @@ def _query(query: str, max_rows: int) -> tuple[list[str], list[list]]:
         return columns, [list(r) for r in rows]
     url = f"{api_base_url(s)}/admin/v1/sql"
     resp = httpx.post(
-        url, json={"query": query, "max_rows": max_rows}, timeout=120, verify=client_verify(s)
+        url,
+        json={"query": query, "max_rows": max_rows},
+        headers=auth_headers(s),
+        timeout=120,
+        verify=client_verify(s),
     ).json()
     if resp.get("code") != 0:
         raise RuntimeError(resp.get("msg", "query failed"))

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from core.settings import get_settings
+from ops.client_auth import auth_headers
 from recall_api.serving import api_base_url, client_verify
 
 KEEP = (
@@ -47,9 +48,7 @@ def add_parser(subparsers: Any) -> None:
 
 def _client() -> httpx.Client:
     s = get_settings()
-    headers = {}
-    if s.api_keys:
-        headers["Authorization"] = f"Bearer {next(iter(s.api_keys))}"
+    headers = auth_headers(s)
     return httpx.Client(
         base_url=api_base_url(s), timeout=60, headers=headers, verify=client_verify(s)
     )

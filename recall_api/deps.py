@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
 
+from recall_api.access import Caller
 from recall_api.errors import ApiError
+from recall_api.ratelimit import RateLimits, kind_of
 from recall_api.services import Services
 from schemas.errors import ErrorCode
+from sinks.keystore import KeyFile
 
 
 def _services(request: Request) -> Services:
@@ -19,27 +22,53 @@ def _services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(_services)]
 
 
-@dataclass(frozen=True)
-class Caller:
-    tenant: str
-    app_ids: frozenset[str] | None  # None = every app (local mode without keys)
-
-    def check_app(self, app_id: str | None) -> None:
-        if self.app_ids is not None and app_id is not None and app_id not in self.app_ids:
-            raise ApiError(ErrorCode.UNAUTHENTICATED, f"this key may not use app_id '{app_id}'")
+def key_file(state) -> KeyFile:
+    """The app's key file view, made on first use from its settings."""
+    found = getattr(state, "key_file", None)
+    if found is None:
+        found = state.key_file = KeyFile(state.settings)
+    return found
 
 
-def _caller(request: Request) -> Caller:
-    keys = request.app.state.settings.api_keys
-    if not keys:
-        return Caller("local", None)
+def caller_of(request: Request) -> Caller:
+    ring = key_file(request.app.state).ring
+    if ring.empty:
+        return Caller.local()  # no key configured: the node listens on loopback only
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or token not in keys:
-        raise ApiError(ErrorCode.UNAUTHENTICATED, "missing or unknown API key")
-    binding = keys[token]
-    apps = binding.get("app_ids")
-    return Caller(str(binding.get("tenant", "")), frozenset(apps) if apps is not None else None)
+    rec = ring.verify(token.strip()) if scheme.lower() == "bearer" and token else None
+    if rec is None:
+        raise ApiError(ErrorCode.UNAUTHENTICATED, "missing, unknown or revoked API key")
+    caller = Caller.of(rec)
+    request.state.caller = caller
+    return caller
 
 
-CallerDep = Annotated[Caller, Depends(_caller)]
+def rate_limits(state) -> RateLimits:
+    found = getattr(state, "rate_limits", None)
+    if found is None:
+        found = state.rate_limits = RateLimits(state.settings)
+    return found
+
+
+async def _body_user(request: Request) -> int | None:
+    """The body's ``user_id`` (already read and cached by FastAPI), if it is one."""
+    if request.method != "POST":
+        return None
+    try:
+        value = (await request.json()).get("user_id")
+    except Exception:  # not JSON / not an object: the endpoint answers 40001 itself
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+async def limited_caller(request: Request, caller: Annotated[Caller, Depends(caller_of)]) -> Caller:
+    """The caller, counted against its key's and its user's rate limits (42910 past)."""
+    if caller.kid:
+        limiter = rate_limits(request.app.state)
+        user = await _body_user(request)
+        await run_in_threadpool(limiter.check, caller.kid, kind_of(request.url.path), user)
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(limited_caller)]

@@ -31,10 +31,13 @@ class ChangeLog:
         start: datetime | None = None,
         end: datetime | None = None,
         op_types: Iterable[OpType] | None = None,
+        visible_apps: Iterable[str] | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> tuple[list[ChangeRecord], int]:
-        """One page, oldest first, and the total count of rows that match."""
+        """One page, oldest first, and the total count of rows that match.
+
+        ``visible_apps`` (an app key's apps): only rows of those apps and GLOBAL rows."""
         where = ["user_id = {u:UInt64}"]
         params: dict[str, Any] = {"u": user_id, "lim": limit, "off": offset}
         if memory_ids is not None:
@@ -43,6 +46,9 @@ class ChangeLog:
         if app_id is not None:
             params["app"] = app_id
             where.append("app_id = {app:String}")
+        if visible_apps is not None:
+            params["vis"] = sorted(visible_apps)
+            where.append("(level = 'GLOBAL' OR app_id IN {vis:Array(String)})")
         if level is not None:
             params["lvl"] = str(level)
             where.append("level = {lvl:String}")

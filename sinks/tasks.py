@@ -51,18 +51,18 @@ class TaskStore:
     def __init__(self, redis_store: RedisStore):
         self._redis = redis_store
 
-    def accepted(self, task_id: str, user_id: int) -> None:
+    def accepted(
+        self, task_id: str, user_id: int, *, app_id: str | None = None, kid: str = ""
+    ) -> None:
+        """``app_id`` and ``kid`` (the API key's id) say who may read the status."""
         now = time.time()
         pipe = self._redis.client.pipeline()
-        pipe.hset(
-            _key(task_id),
-            mapping={
-                "status": "accepted",
-                "user_id": user_id,
-                "accepted_at": now,
-                "updated_at": now,
-            },
-        )
+        mapping = {"status": "accepted", "user_id": user_id, "accepted_at": now, "updated_at": now}
+        if app_id:
+            mapping["app_id"] = app_id
+        if kid:
+            mapping["kid"] = kid
+        pipe.hset(_key(task_id), mapping=mapping)
         pipe.expire(_key(task_id), TTL_S)
         pipe.execute()
 
@@ -140,6 +140,9 @@ def _status(task_id: str, raw: dict[str, str]) -> dict[str, Any] | None:
         "user_id": int(raw["user_id"]) if raw.get("user_id") else None,
         "updated_at": float(raw.get("updated_at", 0)),
     }
+    for who in ("app_id", "kid"):  # who may read it (recall_api.access)
+        if raw.get(who):
+            out[who] = raw[who]
     if "counts" in raw:
         out["counts"] = json.loads(raw["counts"])
         out["memory_ids"] = json.loads(raw.get("memory_ids", "[]"))

@@ -158,11 +158,15 @@ def update(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
 
 
 def _select(writer: Writer, user_id: int, p: dict[str, Any]) -> list[MemoryRecord]:
-    """Memories a delete/purge names: by ids, or by scope (app_id / level / session_id)."""
+    """Memories a delete/purge names: by ids, or by scope (app_id / level / session_id),
+    narrowed to what the caller's key may change (``access``, recall_api.access)."""
     if p.get("memory_ids"):
         found = _lookup(writer, user_id, list(p["memory_ids"]))
-        return [r for r in found.values() if r.status in (*LIVE, Status.SUPERSEDED)]
-    rows = writer.rt.memories.load(user_id, statuses=[*LIVE, Status.SUPERSEDED])
+        rows = [r for r in found.values() if r.status in (*LIVE, Status.SUPERSEDED)]
+        return _allowed(rows, p.get("access"))
+    rows = _allowed(
+        writer.rt.memories.load(user_id, statuses=[*LIVE, Status.SUPERSEDED]), p.get("access")
+    )
     scope = p.get("scope") or {}
     if "app_id" in scope:
         rows = [r for r in rows if (r.app_id or None) == (scope["app_id"] or None)]
@@ -171,6 +175,18 @@ def _select(writer: Writer, user_id: int, p: dict[str, Any]) -> list[MemoryRecor
     if scope.get("session_id"):
         rows = [r for r in rows if r.session_id == scope["session_id"]]
     return rows
+
+
+def _allowed(rows: list[MemoryRecord], access: dict[str, Any] | None) -> list[MemoryRecord]:
+    """``access`` = ``{"apps": [...], "global": bool}`` of an app key; None = everything."""
+    if access is None:
+        return rows
+    apps, grant = set(access.get("apps") or ()), bool(access.get("global"))
+    return [
+        r
+        for r in rows
+        if (grant if r.level is Level.GLOBAL else r.app_id is not None and r.app_id in apps)
+    ]
 
 
 @handler("delete")

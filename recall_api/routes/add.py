@@ -70,7 +70,7 @@ def check_switch(svc: Services, user_id: int, app_id: str | None) -> None:
 @router.post("/add")
 def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     """Accept turns for extraction; answers at once with a task id to poll."""
-    caller.check_app(body.app_id)
+    caller.check_write_scope(body.level, body.app_id)
     s = svc.settings
     if len(body.messages) > s.max_turns_per_event:
         raise ApiError(ErrorCode.BAD_PARAMETER, f"at most {s.max_turns_per_event} messages per add")
@@ -100,7 +100,7 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]
         raise unavailable("Redis", request_id) from exc
     if (known := tasks.get(event.task_id)) is not None and known["status"] != "failed":
         return {"code": 0, "msg": "ok", "data": {"task_id": event.task_id, "accepted": True}}
-    tasks.accepted(event.task_id, body.user_id)
+    tasks.accepted(event.task_id, body.user_id, app_id=body.app_id, kid=caller.kid)
 
     def delivered(err, _msg) -> None:
         if err is not None:
@@ -133,7 +133,7 @@ async def add_structured(
     body: StructuredRequest, svc: ServicesDep, caller: CallerDep
 ) -> dict[str, Any]:
     """Write one memory directly (no extraction, no evolution); answers once durable."""
-    caller.check_app(body.app_id)
+    caller.check_write_scope(body.level, body.app_id)
     check_switch(svc, body.user_id, body.app_id)
     payload = body.model_dump(mode="json", exclude={"request_id", "user_id"}, exclude_none=True)
     data = await run_command(svc, "add_structured", body.user_id, payload, body.request_id)
@@ -145,6 +145,6 @@ def task_status(task_id: str, svc: ServicesDep, caller: CallerDep) -> dict[str, 
     found = svc.tasks.get(task_id)
     if found is None and not svc.stores.redis.ping():  # unknown, or only unreadable now?
         raise unavailable("Redis (task status)")
-    if found is None:
+    if found is None or not caller.may_see_task(found):
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown task '{task_id}' (or its status expired)")
     return {"code": 0, "msg": "ok", "data": found}

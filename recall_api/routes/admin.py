@@ -1,4 +1,5 @@
-"""Admin endpoints for the `memstream` CLI, answered to loopback callers only.
+"""Admin endpoints for the `memstream` CLI, answered to loopback callers only, and once
+API keys are configured only with an admin key (the CLI sends ``MEMSTREAM_API_KEY``).
 
 ``POST /admin/v1/lifecycle/run {"now"?: ISO 8601, "users"?: [id, ...]}`` runs one
 lifecycle pass with that clock in the node that owns the stores (the CLI cannot open an
@@ -18,6 +19,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from recall_api.deps import caller_of
 from recall_api.errors import ApiError
 from schemas.errors import ErrorCode
 from schemas.events import UserId
@@ -32,16 +34,20 @@ def _loopback(request: Request) -> None:
         raise ApiError(ErrorCode.UNAUTHENTICATED, "admin endpoints answer loopback callers only")
 
 
-LoopbackOnly = Annotated[None, Depends(_loopback)]
+def _admin(request: Request, _: Annotated[None, Depends(_loopback)]) -> None:
+    """Loopback callers only; once keys are configured, with an admin key too."""
+    caller = caller_of(request)
+    caller.require_admin("/admin")
+
+
+LoopbackOnly = Annotated[None, Depends(_admin)]
 
 
 class LifecycleRunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     now: datetime | None = None  # naive = UTC; default: the node's wall clock
-    users: list[UserId] | None = Field(
-        default=None, max_length=10_000
-    )
+    users: list[UserId] | None = Field(default=None, max_length=10_000)
 
 
 @router.post("/lifecycle/run")

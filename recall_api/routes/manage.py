@@ -100,6 +100,8 @@ def _ok(data: Any) -> dict[str, Any]:
 @router.post("/update")
 async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     """Content and/or meta; a text change re-embeds and re-hashes, meta alone does not."""
+    if caller.is_app:
+        caller.writable(svc.memories.get(body.user_id, body.memory_id), body.memory_id)
     payload = body.model_dump(
         mode="json", exclude={"user_id", "request_id", "clear_expire_at"}, exclude_none=True
     )
@@ -111,9 +113,11 @@ async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> di
 @router.post("/delete")
 async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     """Soft delete: gone from recall when this returns; purged after the retention."""
-    data = await run_command(
-        svc, "delete", body.user_id, {"memory_ids": [body.memory_id]}, body.request_id
-    )
+    payload: dict[str, Any] = {"memory_ids": [body.memory_id]}
+    if caller.is_app:
+        caller.writable(svc.memories.get(body.user_id, body.memory_id), body.memory_id)
+        payload["access"] = caller.access_payload()
+    data = await run_command(svc, "delete", body.user_id, payload, body.request_id)
     return _ok(data)
 
 
@@ -121,10 +125,22 @@ async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> di
 async def batch_delete(
     body: BatchDeleteRequest, svc: ServicesDep, caller: CallerDep
 ) -> dict[str, Any]:
-    """One aggregated operation over ids or a scope (app_id / level / session_id)."""
+    """One aggregated operation over ids or a scope (app_id / level / session_id).
+
+    An app key deletes only what it may change: named ids it may not see answer 40401,
+    ids it may only read 40101; a scope (even an empty one) is narrowed to its apps."""
     if body.scope is not None:
         caller.check_app(body.scope.app_id)
     payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
+    if caller.is_app:
+        if body.memory_ids:
+            found = {
+                r.memory_id: r for r in svc.memories.load(body.user_id, memory_ids=body.memory_ids)
+            }
+            for mid in body.memory_ids:
+                if mid in found:
+                    caller.writable(found[mid], mid)
+        payload["access"] = caller.access_payload()
     return _ok(await run_command(svc, "delete", body.user_id, payload, body.request_id))
 
 
@@ -133,9 +149,9 @@ def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[s
     """The memory's whole chain: what it superseded, what superseded it, every change."""
     mem = svc.memories
     current = mem.get(body.user_id, body.memory_id)
-    if current is None:
+    if current is None or not caller.can_read(current):
         raise ApiError(ErrorCode.NOT_FOUND, f"memory '{body.memory_id}' not found")
-    everything = {r.memory_id: r for r in mem.load(body.user_id)}
+    everything = {r.memory_id: r for r in caller.visible(mem.load(body.user_id))}
     chain = [current]
     back = {r.superseded_by: r for r in everything.values() if r.superseded_by}
     while chain[0].memory_id in back and back[chain[0].memory_id] not in chain:
@@ -145,7 +161,10 @@ def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[s
     ):
         chain.append(everything[chain[-1].superseded_by])
     changes, _ = svc.changelog.query(
-        body.user_id, memory_ids=[r.memory_id for r in chain], limit=10_000
+        body.user_id,
+        memory_ids=[r.memory_id for r in chain],
+        visible_apps=caller.app_ids,
+        limit=10_000,
     )
     return _ok(
         {
@@ -158,10 +177,12 @@ def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[s
 
 @router.post("/change_log")
 def change_log(body: ChangeLogRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    """One page of the user's changes; an app key sees its apps' rows and GLOBAL ones."""
     caller.check_app(body.app_id)
     rows, total = svc.changelog.query(
         body.user_id,
         app_id=body.app_id,
+        visible_apps=caller.app_ids,
         level=body.level,
         op_types=body.op_types,
         start=body.start,

@@ -73,7 +73,7 @@ def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> dic
     if body.include_deleted:
         statuses.append(Status.DELETED)
     rows = sorted(
-        svc.memories.load(body.user_id, statuses=statuses),
+        caller.visible(svc.memories.load(body.user_id, statuses=statuses)),
         key=lambda r: (r.created_at, r.memory_id),
     )
     start = (body.page - 1) * body.page_size
@@ -92,9 +92,9 @@ def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> dic
 @router.post("/purge")
 async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     """Everything of the user (or of a scope) leaves recall at once; durable soft delete;
-    the lifecycle removes it physically after the retention (the answer says when)."""
-    if body.scope is not None:
-        caller.check_app(body.scope.app_id)
+    the lifecycle removes it physically after the retention (the answer says when).
+    Admin keys only (an app key deletes its own memories with batch_delete)."""
+    caller.require_admin("purge")
     payload: dict[str, Any] = {
         "scope": body.scope.model_dump(exclude_none=True) if body.scope else {},
         "reason": "purge requested",
@@ -120,7 +120,9 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> dict
 
 @router.post("/switch")
 def switch(body: SwitchRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
-    """Global (no app_id) or per app; takes effect for add and recall at once."""
+    """Global (no app_id, admin keys only) or per app; takes effect for add and recall at once."""
+    if body.app_id is None:
+        caller.require_admin("the global switch")
     caller.check_app(body.app_id)
     svc.switches.set(body.user_id, body.app_id, body.enabled)
     return _ok({"user_id": body.user_id, "app_id": body.app_id, "enabled": body.enabled})
@@ -128,6 +130,7 @@ def switch(body: SwitchRequest, svc: ServicesDep, caller: CallerDep) -> dict[str
 
 @router.post("/export")
 def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+    caller.require_admin("export")
     return _ok({"export_id": export.start_export(svc, body.user_id), "status": "running"})
 
 
@@ -135,6 +138,7 @@ def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> di
 def export_status(
     export_id: str, svc: ServicesDep, caller: CallerDep, link_ttl_s: int = 3600
 ) -> dict[str, Any]:
+    caller.require_admin("export")
     found = export.status(svc, export_id)
     if found is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown export '{export_id}'")

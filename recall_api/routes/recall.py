@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from core.ranking import Ranked
 from core.scope import ScopeRequest
 from recall_api.deps import CallerDep, ServicesDep
-from recall_api.errors import envelope
+from recall_api.errors import ApiError, envelope
 from recall_api.recall import RecallParams, recaller_for
 from schemas.enums import MemType, Ownership
 from schemas.errors import ErrorCode
@@ -104,6 +104,10 @@ async def recall(
 ) -> JSONResponse:
     """The memories relevant to ``query`` that the scope allows, best first."""
     caller.check_app(body.scope.app_id)
+    if caller.is_app and body.scope.session_id and not body.scope.app_id:
+        raise ApiError(
+            ErrorCode.UNAUTHENTICATED, "an app key must name its app_id with a session_id"
+        )
     recaller = recaller_for(request.app.state, svc)
     s = svc.settings
     hits = await recaller.recall(body.params(s.default_top_k, s.recall_timeout_ms))

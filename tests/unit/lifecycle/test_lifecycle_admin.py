@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from pathlib import Path
+
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+
+from core.settings import Settings
 
 from recall_api.errors import install_error_handlers
 from recall_api.routes import admin
@@ -13,6 +17,7 @@ from recall_api.routes import admin
 
 def _app(runner=None) -> FastAPI:
     app = FastAPI()
+    app.state.settings = Settings(api_keys_file=Path("/nonexistent/memstream/api_keys.json"))
     install_error_handlers(app)
     app.include_router(admin.router)
     if runner is not None:
