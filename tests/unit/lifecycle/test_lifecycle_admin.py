@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-
 from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from core.settings import Settings
-
 from recall_api.errors import install_error_handlers
 from recall_api.routes import admin
 
