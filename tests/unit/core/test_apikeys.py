@@ -48,7 +48,9 @@ def test_kid_of_parses_only_well_formed_keys():
 
 
 def test_the_legacy_setting_is_hashed_and_old_entries_without_apps_are_admin():
-    ring = KeyRing({}, legacy_ring({"plain-key": {"tenant": "t"}, digest("k2"): {"app_ids": ["a"]}}))
+    ring = KeyRing(
+        {}, legacy_ring({"plain-key": {"tenant": "t"}, digest("k2"): {"app_ids": ["a"]}})
+    )
     admin, app = ring.verify("plain-key"), ring.verify("k2")
     assert admin.role == "admin" and admin.tenant == "t"
     assert app.role == "app" and app.apps == {"a"} and app.tenant == "default"
