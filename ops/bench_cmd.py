@@ -54,6 +54,11 @@ def _add_recall(sub: Any) -> None:
     )
     p.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
     p.add_argument("--pool", type=_positive, default=5000, help="distinct facts to embed")
+    p.add_argument(
+        "--auth",
+        action="store_true",
+        help="API keys on and rate limits counted (never reached): what they cost",
+    )
     p.set_defaults(func=_run_recall)
 
 
@@ -81,6 +86,7 @@ def _run_recall(args: argparse.Namespace) -> int:
         duration_s=args.duration,
         pool=args.pool,
         phases=phases,
+        auth=args.auth,
     )
     for ph in result["phases"]:
         print(

@@ -30,8 +30,9 @@ class _Conn:
     server latency. This one costs a few tens of microseconds.
     """
 
-    def __init__(self, host: str, port: int, path: str) -> None:
+    def __init__(self, host: str, port: int, path: str, key: str = "") -> None:
         self.host, self.port, self.path = host, port, path
+        self.auth = f"Authorization: Bearer {key}\r\n" if key else ""
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -40,7 +41,7 @@ class _Conn:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         head = (
             f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            f"{self.auth}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         )
         self.writer.write(head.encode() + body)
         headers = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
@@ -53,7 +54,12 @@ class _Conn:
 
 
 async def _load(
-    url: str, bodies: list[dict], clients: int, rate: float | None, duration_s: float
+    url: str,
+    bodies: list[dict],
+    clients: int,
+    rate: float | None,
+    duration_s: float,
+    key: str = "",
 ) -> dict[str, Any]:
     target = urlsplit(url)
     payloads = [json.dumps(b).encode() for b in bodies]
@@ -67,7 +73,7 @@ async def _load(
 
     async def worker() -> None:
         nonlocal hits
-        conn = _Conn(target.hostname or "127.0.0.1", target.port or 80, target.path)
+        conn = _Conn(target.hostname or "127.0.0.1", target.port or 80, target.path, key)
         while True:
             i = next(counter)
             due = start + i / rate if rate else clock()
@@ -94,12 +100,19 @@ def _drive_child(out: Any, *args: Any) -> None:
 
 
 def drive(
-    url: str, bodies: list[dict], clients: int, rate: float | None, duration_s: float
+    url: str,
+    bodies: list[dict],
+    clients: int,
+    rate: float | None,
+    duration_s: float,
+    key: str = "",
 ) -> dict[str, Any]:
-    """POST ``bodies`` (cycled) for ``duration_s``; latency percentiles and throughput."""
+    """POST ``bodies`` (cycled) for ``duration_s``; latency percentiles and throughput.
+    ``key``: sent as ``Authorization: Bearer`` (the API's keys are on)."""
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    proc = ctx.Process(target=_drive_child, args=(out, url, bodies, clients, rate, duration_s))
+    args = (out, url, bodies, clients, rate, duration_s, key)
+    proc = ctx.Process(target=_drive_child, args=args)
     proc.start()
     deadline = time.monotonic() + duration_s + 120
     while True:

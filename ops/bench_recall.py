@@ -38,6 +38,7 @@ from recall_api.app import create_app
 from recall_api.services import Services
 from schemas.enums import Level, MemType, Ownership
 from schemas.memory import MemoryRecord
+from sinks import keystore
 from sinks.memory_store import WriteBatch
 
 APP = "chat"
@@ -200,11 +201,25 @@ def bench_recall(
     pool: int = 5000,
     phases: list[float | None] | None = None,
     seed_value: int = 7,
+    auth: bool = False,
 ) -> dict[str, Any]:
-    """Seed, serve, drive; one phase per entry of ``phases`` (default: just ``rate``)."""
+    """Seed, serve, drive; one phase per entry of ``phases`` (default: just ``rate``).
+
+    ``auth``: API keys on (an app key, checked on every call) and rate limits counted in
+    Redis on every call, set high enough never to refuse: what keys and limits cost."""
     rng = random.Random(seed_value)
     budget = max(settings.hot_cache_budget_mb, users * memories * 3 // 1024 + 64)
-    with bench_stack(settings, hot_cache_budget_mb=budget) as env:
+    keyed = {}
+    if auth:
+        keyed = {f"rate_limit_{w}_{k}": "1000000/second" for w in ("key", "user")
+                 for k in ("recall", "write")}  # fmt: skip
+    with bench_stack(settings, hot_cache_budget_mb=budget, **keyed) as env:
+        key = ""
+        if auth:
+            path = env.data_dir / "api_keys.json"
+            key, _ = keystore.create(path, "default", "app", [APP], global_grant=False,
+                                     now=datetime.now(UTC))  # fmt: skip
+            env.settings = env.settings.model_copy(update={"api_keys_file": path})
         started = time.monotonic()
         user_ids, distinct = seed(env, users, memories, pool, rng)
         seeded = time.monotonic() - started
@@ -220,7 +235,7 @@ def bench_recall(
                 {"user_id": rng.choice(user_ids), "query": _fact(rng)[0], "scope": scope}
                 for _ in range(200)
             ]
-            drive(url, warm, min(clients, 4), 50.0, 3.0)
+            drive(url, warm, min(clients, 4), 50.0, 3.0, key)
             bodies = [
                 {"user_id": rng.choice(user_ids), "query": _query(rng), "scope": scope}
                 for _ in range(50_000)
@@ -229,7 +244,7 @@ def bench_recall(
             results = []
             for r in phases or [rate]:
                 before = (batcher.calls, batcher.embedded, batcher.cache_hits)
-                result = drive(url, bodies, clients, r, duration_s)
+                result = drive(url, bodies, clients, r, duration_s, key)
                 calls, embedded, cached = (
                     now - then
                     for now, then in zip(
@@ -252,5 +267,6 @@ def bench_recall(
         "settle_s": round(settled, 1),
         "hot_cache_budget_mb": budget,
         "embedder": env.runtime.embedder.name,
+        "auth": auth,
         "phases": results,
     }
