@@ -256,8 +256,9 @@ def test_export_file_is_sealed_and_deleted_when_its_link_expires(api, ingest, us
     assert f"zqexp{user_id}" in api.get(st["url"]).text  # opened on download
     long = api.get(f"/memory/v1/export/{export_id}", params={"link_ttl_s": 86400}).json()["data"]
     assert long["expires"] <= export.expires_at(path)  # no link outlives the file
-    assert export.sweep(svc, now=export.expires_at(path) - 1) == 0 and path.exists()
-    assert export.sweep(svc, now=export.expires_at(path) + 1) == 1
+    export.sweep(svc, now=export.expires_at(path) - 1)  # older exports of other tests may go
+    assert path.exists()
+    assert export.sweep(svc, now=export.expires_at(path) + 1) >= 1
     assert not path.exists()
     assert api.get(st["url"]).json()["code"] == 40401
 
