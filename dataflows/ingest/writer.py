@@ -73,6 +73,14 @@ def _end_of_day(d: date | None) -> datetime | None:
     return None if d is None else datetime.combine(d, time(23, 59, 59), tzinfo=UTC)
 
 
+def _replayed(r: TaskResult, memory_id: str) -> None:
+    """A replay of this fact's own earlier ADD: nothing is written again, and the result
+    says what the task did, since it is the one recorded when the first attempt's status
+    was lost (Redis down between the durable write and the status, then a restart)."""
+    r.added += 1
+    r.memory_ids.append(memory_id)
+
+
 class Writer:
     """Applies one user's inputs; holds no state of its own (the hot index is the state)."""
 
@@ -109,7 +117,7 @@ class Writer:
         h = content_hash(text)
         existing = idx.by_hash.get(h)
         if existing == fi.memory_id or fi.memory_id in idx:
-            r.skipped += 1  # a replay of our own earlier write
+            _replayed(r, fi.memory_id)
             return
         dormant = idx.dormant.get(h)
         if existing is None and dormant is not None:
@@ -217,7 +225,7 @@ class Writer:
         memory_id: str,
     ) -> None:
         if memory_id in idx:
-            r.skipped += 1  # a replay of our own earlier write
+            _replayed(r, memory_id)
             return
         rec = self._record(fi, text, now, memory_id)
         if not self.admit(idx, counters, rec, r, batch, now, fi.task_id):
