@@ -2,8 +2,19 @@
 
 Two stages, as the design document's chapter 7 puts it: first *filter* on relevance
 (``relevance ≥ min_relevance``), then *order* by ``final = W_rel·relevance +
-(1 − W_rel)·weight`` (0.7 / 0.3 by default). Relevance must come first because a
-strong but unrelated memory is still unrelated; weight only separates relevant ones.
+(1 − W_rel)·weight`` (0.7 / 0.3 by default), "relevance and weight both normalized to
+[0, 1]". Relevance must come first because a strong but unrelated memory is still
+unrelated; weight only separates relevant ones ("次级区分").
+
+The order uses relevance normalized over the memories that passed the filter
+(min-max: the most relevant 1, the least 0; one alone 1). Calibrated relevance is
+absolute (its scale is the threshold's), and among one user's memories it bunches: with
+multilingual-e5 every memory that names the user sits at cosine ~0.90–0.92 for a query
+that names them, i.e. relevance 0.8–1.0, so 0.3·weight (SEMANTIC 0.8 vs EPISODIC 0.6:
+0.06) outweighed the relevance that told the memories apart and put a semantic memory
+about anything above the episodic one that answered. Normalized, relevance spans [0, 1]
+among the relevant ones and weight separates only near-ties. ``relevance`` in answers is
+still the calibrated one; ``score`` is this order's value (relative to the candidates).
 
 Relevance fuses two channels, both in [0, 1]:
 
@@ -12,15 +23,17 @@ Relevance fuses two channels, both in [0, 1]:
 * lexical ``l``: the BM25 coverage of :meth:`core.lexical.BM25Index.normalized`
   (a query that is just a name scores 1.0 on a memory holding it).
 
-``hybrid`` (the default, ``recall_fusion``) is the probabilistic OR of the two:
-``relevance = 1 − (1 − d)·(1 − l) = d + l − d·l``. It is never below either channel, so
-whatever one channel alone keeps at ``min_relevance`` is still kept (an exact name hit
-with no dense signal; a paraphrase that shares no word) — the meaning of the threshold
-is the one it had with ``max(d, l)``. Unlike the max it rewards agreement: a memory both
-channels find ranks above one that only one finds equally well (0.6 and 0.5 → 0.8,
-where the max said 0.6). Measured on ``bench quality`` against the max, a weighted sum
-and reciprocal-rank fusion (README, "Benchmarks"). ``dense`` and ``lexical`` use one
-channel only; they exist so the bench can show what each channel does alone.
+``hybrid`` (the default, ``recall_fusion``) is the probabilistic OR of the dense channel
+and the *squared* lexical one: with ``q = l²``, ``relevance = 1 − (1 − d)·(1 − q) =
+d + q − d·q``. It is never below the dense channel, so a paraphrase that shares no word
+keeps its dense relevance, and a full lexical match (an exact name: ``l = 1``) is
+still 1 with no dense signal. Squaring discounts partial word overlap: a memory that
+shares one common word of the question ("food", "job": l ≈ 0.3) gains 0.09, not 0.3 —
+on ``bench quality`` the plain OR let such overlaps push paraphrase answers out of the
+top 10 (measured on ``bench quality`` against ``l`` and ``l³``: README "Benchmarks").
+Like the OR it rewards agreement: a memory both channels find
+ranks above one that only one finds equally well. ``dense`` and ``lexical`` use one
+channel only (``l`` itself); they exist so the bench can show what each does alone.
 """
 
 from __future__ import annotations
@@ -74,12 +87,13 @@ def _clamp01(x: float) -> float:
 def fuse(dense: float | None, lexical: float | None, fusion: Fusion = "hybrid") -> float:
     """Relevance in [0, 1] of one memory; a channel that did not score it counts 0.
 
-    ``hybrid``: ``1 − (1 − d)(1 − l)``; ``dense``: ``d``; ``lexical``: ``l``.
+    ``hybrid``: ``1 − (1 − d)(1 − l²)``; ``dense``: ``d``; ``lexical``: ``l``.
     """
     d = 0.0 if dense is None else _clamp01(dense)
     lex = 0.0 if lexical is None else _clamp01(lexical)
     if fusion == "hybrid":
-        return d + lex - d * lex
+        q = lex * lex
+        return d + q - d * q
     if fusion == "dense":
         return d
     if fusion == "lexical":
@@ -100,7 +114,8 @@ def rank(
     relevance_weight: float,
     fusion: Fusion = "hybrid",
 ) -> list[Ranked]:
-    """Fuse, drop relevance < min_relevance, order by score desc (ties: memory_id asc).
+    """Fuse, drop relevance < min_relevance, order by score desc (ties: memory_id asc);
+    the score weighs relevance normalized over the kept candidates (module docstring).
 
     A memory offered twice (once per channel) is merged: its best dense and best
     lexical score are fused together.
@@ -116,14 +131,18 @@ def rank(
                 _max_opt(prev.lexical, c.lexical),
             )
         merged[c.memory_id] = c
+    kept = [
+        (c, r) for c in merged.values() if (r := fuse(c.dense, c.lexical, fusion)) >= min_relevance
+    ]
+    if not kept:
+        return []
+    lo, hi = min(r for _, r in kept), max(r for _, r in kept)
     out: list[Ranked] = []
-    for c in merged.values():
-        relevance = fuse(c.dense, c.lexical, fusion)
-        if relevance < min_relevance:
-            continue
+    for c, relevance in kept:
+        norm = 1.0 if hi - lo < 1e-12 else (relevance - lo) / (hi - lo)
         weight = _clamp01(c.weight_now)
         out.append(
-            Ranked(c.memory_id, relevance, weight, final_score(relevance, weight, relevance_weight))
+            Ranked(c.memory_id, relevance, weight, final_score(norm, weight, relevance_weight))
         )
     out.sort(key=lambda r: (-r.score, r.memory_id))
     return out[:top_k]

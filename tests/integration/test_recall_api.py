@@ -97,7 +97,9 @@ def test_recall_ranks_the_relevant_memory_first_with_every_field(api, runtime, u
         "invalid_at",
     } <= top.keys()
     assert 0.3 <= top["relevance"] <= 1 and top["invalid_at"] is None
-    assert top["score"] == pytest.approx(0.7 * top["relevance"] + 0.3 * top["weight"], abs=1e-5)
+    # the order's score weighs relevance normalized over the kept memories (core.ranking):
+    # the most relevant counts 1
+    assert top["score"] == pytest.approx(0.7 * 1.0 + 0.3 * top["weight"], abs=1e-5)
 
 
 def test_weight_is_decayed_at_request_time(api, runtime, user_id):

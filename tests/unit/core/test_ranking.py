@@ -29,22 +29,23 @@ def test_overfetch_refuses_top_k_zero():
         overfetch_size(0, 4, 60)
 
 
-def test_hybrid_fusion_is_the_probabilistic_or_of_the_channels():
-    assert fuse(0.6, 0.5) == pytest.approx(0.8)  # 0.6 + 0.5 − 0.30
-    assert fuse(0.3, 0.2) == pytest.approx(0.44)  # 0.3 + 0.2 − 0.06
-    assert fuse(0.42, None) == pytest.approx(0.42)  # one channel alone keeps its value
-    assert fuse(None, 1.0) == 1.0
+def test_hybrid_fusion_is_the_or_of_dense_and_squared_lexical():
+    assert fuse(0.6, 0.5) == pytest.approx(0.7)  # q = 0.25: 0.6 + 0.25 − 0.15
+    assert fuse(0.3, 0.2) == pytest.approx(0.328)  # q = 0.04: 0.3 + 0.04 − 0.012
+    assert fuse(0.42, None) == pytest.approx(0.42)  # dense alone keeps its value
+    assert fuse(None, 1.0) == 1.0  # a full lexical match (an exact name) alone is 1
+    assert fuse(None, 0.5) == pytest.approx(0.25)  # half the query's words: a quarter
     assert fuse(1.0, 1.0) == 1.0 and fuse(0.0, 0.0) == 0.0
     assert fuse(None, None) == 0.0
     assert fuse(1.2, -0.1) == 1.0  # out-of-range inputs are clamped first
 
 
-def test_hybrid_is_never_below_either_channel_and_rewards_agreement():
+def test_hybrid_is_never_below_the_dense_channel_and_rewards_agreement():
     for d in (0.0, 0.1, 0.3, 0.55, 0.9, 1.0):
         for lex in (0.0, 0.2, 0.3, 0.7, 1.0):
-            assert fuse(d, lex) >= max(d, lex) - 1e-12
-    # both channels at 0.5 beat the dense channel alone at 0.7
-    assert fuse(0.5, 0.5) == pytest.approx(0.75) and fuse(0.5, 0.5) > fuse(0.7, None)
+            assert fuse(d, lex) >= max(d, lex * lex) - 1e-12
+    # a memory both channels find beats the dense channel alone at the same dense value
+    assert fuse(0.6, 0.7) == pytest.approx(0.796) and fuse(0.6, 0.7) > fuse(0.75, None)
 
 
 def test_single_channel_modes_ignore_the_other_channel():
@@ -59,23 +60,41 @@ def test_final_score_is_07_relevance_plus_03_weight():
     assert final_score(0.8, 0.5, 0.7) == pytest.approx(0.71)
 
 
-def test_rank_filters_scores_and_orders():
+def test_rank_filters_then_orders_by_normalized_relevance_and_weight():
     cands = [
-        Candidate("A", weight_now=0.5, dense=0.8),  # 0.7·0.8 + 0.3·0.5 = 0.71
-        Candidate("B", weight_now=0.9, dense=0.6),  # 0.42 + 0.27 = 0.69
-        Candidate("C", weight_now=1.0, dense=0.1, lexical=0.15),  # 0.235 < 0.3: dropped
-        Candidate("D", weight_now=0.1, dense=0.05, lexical=1.0),  # 0.70 + 0.03 = 0.73
+        Candidate("A", weight_now=0.5, dense=0.8),  # relevance 0.8
+        Candidate("B", weight_now=0.9, dense=0.6),  # 0.6
+        Candidate("C", weight_now=1.0, dense=0.1, lexical=0.15),  # 0.12: dropped
+        Candidate("D", weight_now=0.1, dense=0.05, lexical=1.0),  # 1.0
         Candidate("E", weight_now=0.8, dense=0.0),  # relevance 0: dropped
-        Candidate("F", weight_now=0.2, dense=0.2, lexical=0.2),  # 0.36: 0.252 + 0.06 = 0.312
+        Candidate("F", weight_now=0.2, dense=0.3, lexical=0.2),  # 0.3 + 0.04 − 0.012 = 0.328
     ]
     out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
+    # kept relevance spans 0.328..1.0: normalized (r − 0.328) / 0.672
+    norm = {"D": 1.0, "A": (0.8 - 0.328) / 0.672, "B": (0.6 - 0.328) / 0.672, "F": 0.0}
+    weight = {"D": 0.1, "A": 0.5, "B": 0.9, "F": 0.2}
     assert [r.memory_id for r in out] == ["D", "A", "B", "F"]
-    assert [r.score for r in out] == pytest.approx([0.73, 0.71, 0.69, 0.312])
-    assert [r.relevance for r in out] == pytest.approx([1.0, 0.8, 0.6, 0.36])
+    assert [r.score for r in out] == pytest.approx(
+        [0.7 * norm[m] + 0.3 * weight[m] for m in "DABF"]
+    )
+    assert [r.relevance for r in out] == pytest.approx([1.0, 0.8, 0.6, 0.328])  # calibrated
     assert [r.memory_id for r in rank(cands, 2, min_relevance=0.3, relevance_weight=0.7)] == [
         "D",
         "A",
     ]
+
+
+def test_weight_separates_only_near_ties_once_relevance_is_normalized():
+    # calibrated relevance bunched at the top (one user's memories): 0.95 vs 0.90;
+    # raw, 0.3·weight (0.8 vs 0.6) would put the semantic memory first
+    cands = [
+        Candidate("episodic_answer", weight_now=0.6, dense=0.95),
+        Candidate("semantic_other", weight_now=0.8, dense=0.90),
+        Candidate("floor", weight_now=0.8, dense=0.60),
+    ]
+    out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
+    assert [r.memory_id for r in out] == ["episodic_answer", "semantic_other", "floor"]
+    assert final_score(0.95, 0.6, 0.7) < final_score(0.90, 0.8, 0.7)  # what the raw mix did
 
 
 def test_exact_lexical_name_hit_passes_the_threshold_without_the_dense_channel():
@@ -83,14 +102,14 @@ def test_exact_lexical_name_hit_passes_the_threshold_without_the_dense_channel()
         [Candidate("zh", weight_now=0.6, lexical=1.0)], 5, min_relevance=0.3, relevance_weight=0.7
     )
     assert [r.memory_id for r in out] == ["zh"]
-    assert out[0].score == pytest.approx(0.7 + 0.18)
+    assert out[0].score == pytest.approx(0.7 + 0.18)  # alone: normalized relevance 1
 
 
 def test_relevance_exactly_at_the_threshold_is_kept():
     out = rank(
         [Candidate("x", weight_now=0.0, dense=0.3)], 5, min_relevance=0.3, relevance_weight=0.7
     )
-    assert len(out) == 1 and out[0].score == pytest.approx(0.21)
+    assert len(out) == 1 and out[0].relevance == pytest.approx(0.3)
 
 
 def test_ties_are_broken_by_memory_id():
@@ -106,15 +125,15 @@ def test_a_memory_offered_by_both_channels_is_merged():
     ]
     out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
     assert len(out) == 1
-    assert out[0].relevance == pytest.approx(0.74)  # 0.35 + 0.6 − 0.21
-    assert out[0].score == pytest.approx(0.7 * 0.74 + 0.3 * 0.4)
+    assert out[0].relevance == pytest.approx(0.584)  # 0.35 + 0.36 − 0.126
+    assert out[0].score == pytest.approx(0.7 * 1.0 + 0.3 * 0.4)
 
 
 def test_agreement_of_both_channels_outranks_one_strong_channel():
     cands = [
-        Candidate("both", weight_now=0.6, dense=0.5, lexical=0.5),  # 0.75
-        Candidate("dense", weight_now=0.6, dense=0.7),
-        Candidate("lexical", weight_now=0.6, lexical=0.7),
+        Candidate("both", weight_now=0.6, dense=0.6, lexical=0.7),  # 0.796
+        Candidate("dense", weight_now=0.6, dense=0.75),
+        Candidate("lexical", weight_now=0.6, lexical=0.7),  # 0.49
     ]
     out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
     assert [r.memory_id for r in out] == ["both", "dense", "lexical"]
@@ -133,4 +152,4 @@ def test_rank_with_takes_the_fusion_mode_from_settings():
     lexical = Settings.model_construct(recall_fusion="lexical")
     assert rank_with(cands, 10, lexical) == []  # 0.1 < 0.3
     (hit,) = rank_with(cands, 10, S)
-    assert hit.relevance == pytest.approx(0.64)
+    assert hit.relevance == pytest.approx(0.604)  # 0.6 + 0.01 − 0.006
