@@ -62,6 +62,29 @@ def _proc_stats(pid: int) -> dict[str, float]:
     }
 
 
+def _fd_kinds(pid: int, data_dir: Path) -> dict[str, int]:
+    """The node's open descriptors by kind: sockets, pipes, anon inodes, and files by
+    their first directory under the data dir (clickhouse, milvus, recovery, ...)."""
+    kinds: Counter = Counter()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith(("socket:", "pipe:")):
+            kinds[target.split(":", 1)[0]] += 1
+        elif target.startswith("anon_inode:"):
+            kinds[target] += 1
+        elif target.startswith(str(data_dir)):
+            rel = Path(target).relative_to(data_dir).parts
+            kinds[f"data/{rel[0] if rel else ''}"] += 1
+        else:  # by directory, two levels ("/usr/lib", "/tmp/xyz"); "(deleted)" kept
+            parts = Path(target.removesuffix(" (deleted)")).parts[:3]
+            suffix = " (deleted)" if target.endswith(" (deleted)") else ""
+            kinds[str(Path(*parts)) + suffix] += 1
+    return dict(kinds.most_common())
+
+
 def _sentence(rng: random.Random) -> str:
     return f"I like {rng.choice(WORDS)} and {rng.choice(WORDS)} ({rng.randrange(10**6)})"
 
@@ -153,6 +176,7 @@ def bench_soak(
         pool = [9_000_000 + i for i in range(users)]
         _warm(base, app_keys[0], pool)
         start_stats = _proc_stats(pid)
+        start_fds = _fd_kinds(pid, data_dir)
         samples = [{"t_s": 0.0, **start_stats}]
         began = time.monotonic()
         until = began + duration_s
@@ -163,6 +187,7 @@ def bench_soak(
             time.sleep(SAMPLE_S)
             samples.append({"t_s": round(time.monotonic() - began, 1), **_proc_stats(pid)})
         end_stats = _proc_stats(pid)
+        fds = {"start": start_fds, "end": _fd_kinds(pid, data_dir)}
     finally:
         stack.stop(data_dir)
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -193,6 +218,7 @@ def bench_soak(
             ),
             "open_files_delta": end_stats["open_files"] - start_stats["open_files"],
             "threads_delta": end_stats["threads"] - start_stats["threads"],
+            "open_files_by_kind": fds,
             "samples": samples,
         },
     }
