@@ -16,6 +16,7 @@ import logging
 import pickle
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Self
 
 from bytewax.operators import StatefulLogic
 
@@ -41,31 +42,6 @@ class WindowState:
 
 
 @dataclass(frozen=True)
-class SealedWindow:
-    """A WindowState as the recovery store keeps it: pickled, sealed with the user's key."""
-
-    user_id: int
-    blob: str
-
-    @classmethod
-    def seal(cls, keys: KeyRing, user_id: int, state: WindowState) -> SealedWindow:
-        raw = base64.b64encode(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
-        return cls(user_id, keys.encrypt(user_id, raw.decode("ascii")))
-
-    def open(self, keys: KeyRing) -> WindowState:
-        """The state (authenticated, so unpickling it is safe); empty once shredded."""
-        try:
-            raw = keys.decrypt(self.user_id, self.blob)
-        except KeyDestroyed:
-            log.info(
-                "window snapshot of a purged user dropped",
-                extra={"fields": {"user_id": self.user_id}},
-            )
-            return WindowState()
-        return pickle.loads(base64.b64decode(raw))  # noqa: S301 (sealed by us, AEAD-checked)
-
-
-@dataclass(frozen=True)
 class SealedItem:
     """Any value of one user, sealed while a step holds it across a snapshot."""
 
@@ -73,7 +49,7 @@ class SealedItem:
     blob: str
 
     @classmethod
-    def seal(cls, keys: KeyRing, user_id: int, value: object) -> SealedItem:
+    def seal(cls, keys: KeyRing, user_id: int, value: object) -> Self:
         raw = base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         return cls(user_id, keys.encrypt(user_id, raw.decode("ascii")))
 
@@ -84,6 +60,22 @@ class SealedItem:
         except KeyDestroyed:
             return None
         return pickle.loads(base64.b64decode(raw))  # noqa: S301 (sealed by us, AEAD-checked)
+
+
+@dataclass(frozen=True)
+class SealedWindow(SealedItem):
+    """A WindowState as the recovery store keeps it: pickled, sealed with the user's key."""
+
+    def open(self, keys: KeyRing) -> WindowState:  # type: ignore[override]
+        """The state (authenticated, so unpickling it is safe); empty once shredded."""
+        state = super().open(keys)
+        if state is None:
+            log.info(
+                "window snapshot of a purged user dropped",
+                extra={"fields": {"user_id": self.user_id}},
+            )
+            return WindowState()
+        return state  # type: ignore[return-value]
 
 
 class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindow]):
