@@ -13,18 +13,11 @@ import time
 
 import pytest
 
+from tests.helpers.nesting import nested
+
 pytestmark = pytest.mark.integration
 
 SECRET = "my locker code is 90210"
-
-
-def _deep(levels: int) -> dict:
-    tags: dict = {}
-    node = tags
-    for _ in range(levels - 1):
-        node["k"] = {}
-        node = node["k"]
-    return tags
 
 
 def _turns(n: int, size: int) -> list[dict]:
@@ -44,12 +37,12 @@ REFUSED = {
     "user_id true (change_log)": ("change_log", {"user_id": True}, "user_id"),
     "tags 9 deep (add_structured)": (
         "add_structured",
-        {"content": "x", "custom_tags": _deep(9)},
+        {"content": "x", "custom_tags": nested(9)},
         "deeper than 8",
     ),
     "tags 300 deep (add_structured)": (
         "add_structured",
-        {"content": "x", "custom_tags": _deep(300)},
+        {"content": "x", "custom_tags": nested(300)},
         "custom_tags",
     ),
     "tags over 8 KiB (add_structured)": (
@@ -59,12 +52,12 @@ REFUSED = {
     ),
     "tags 9 deep (update)": (
         "update",
-        {"memory_id": "m_x", "custom_tags": _deep(9)},
+        {"memory_id": "m_x", "custom_tags": nested(9)},
         "deeper than 8",
     ),
     "tags 9 deep (add strategy)": (
         "add",
-        {"messages": _turns(1, 30), "strategy": {"tags": _deep(9)}},
+        {"messages": _turns(1, 30), "strategy": {"tags": nested(9)}},
         "deeper than 8",
     ),
     "level APP without app_id (add)": (

@@ -11,17 +11,9 @@ from core.settings import Settings
 from dataflows.ingest.flow import failed_task
 from dataflows.ingest.items import Incoming, Rejected, Source
 from dataflows.ingest.parse import parse_command, parse_conversation
+from tests.helpers.nesting import nested
 
 SECRET = "my bank PIN is 4711"
-
-
-def _deep(levels: int) -> dict:
-    tags: dict = {}
-    node = tags
-    for _ in range(levels - 1):
-        node["k"] = {}
-        node = node["k"]
-    return tags
 
 
 def _event(**over) -> dict:
@@ -46,7 +38,7 @@ CASES = {
     "user_id float": (_src(_event(user_id=42.0)), "user_id"),
     "key of another user": (_src(_event(), key=b"43"), "does not match user_id 42"),
     "no key": (_src(_event(), key=None), "no key does not match"),
-    "tags 9 deep": (_src(_event(strategy={"tags": _deep(9)})), "deeper than 8"),
+    "tags 9 deep": (_src(_event(strategy={"tags": nested(9)})), "deeper than 8"),
     "tags that make the event too big": (
         _src(_event(strategy={"tags": {"a": "x" * 3000 * 3}})),
         "max_event_bytes",
@@ -79,7 +71,7 @@ def test_refused_with_a_reason_and_the_task_to_fail(case: str) -> None:
 
 
 def test_tags_within_limits_and_matching_key_are_accepted() -> None:
-    got = parse_conversation(_src(_event(strategy={"tags": _deep(8)})), SETTINGS)
+    got = parse_conversation(_src(_event(strategy={"tags": nested(8)})), SETTINGS)
     assert isinstance(got, Incoming) and got.task_id == "t_limits"
 
 

@@ -16,20 +16,19 @@ from schemas.limits import (
     UserId,
     json_depth,
 )
-
-
-def _nest(levels: int) -> dict:
-    tags: dict = {}
-    node = tags
-    for _ in range(levels - 1):
-        node["k"] = {}
-        node = node["k"]
-    return tags
+from tests.helpers.nesting import nested
 
 
 @pytest.mark.parametrize(
     ("value", "depth"),
-    [(1, 0), ({}, 1), ({"a": 1}, 1), ({"a": [1, {"b": 2}]}, 3), (_nest(8), 8), (_nest(10_000), 10)],
+    [
+        (1, 0),
+        ({}, 1),
+        ({"a": 1}, 1),
+        ({"a": [1, {"b": 2}]}, 3),
+        (nested(8), 8),
+        (nested(10_000), 10),
+    ],
 )
 def test_json_depth(value, depth) -> None:
     assert json_depth(value) == depth  # a hostile tree stops counting past the limit
@@ -39,9 +38,9 @@ def test_json_depth(value, depth) -> None:
     ("tags", "ok"),
     [
         ({"a": {"b": [1, 2]}}, True),
-        (_nest(MAX_TAGS_DEPTH), True),
-        (_nest(MAX_TAGS_DEPTH + 1), False),
-        (_nest(100_000), False),
+        (nested(MAX_TAGS_DEPTH), True),
+        (nested(MAX_TAGS_DEPTH + 1), False),
+        (nested(100_000), False),
         ({"a": "é" * 4000}, True),  # 8,008 bytes as UTF-8
         ({"a": "é" * 4096}, False),  # 4,105 characters but 8,200 bytes
         ({"a": "x" * 8200}, False),
