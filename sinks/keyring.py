@@ -185,7 +185,7 @@ class KeyRing:
         done = 0
         for tenant, users in by_tenant.items():
             for start in range(0, len(users), 1000):
-                done += self._load(users[start : start + 1000], tenant)
+                done += self._load(users[start : start + 1000], tenant)[1]
         return done
 
     # ------------------------------------------------------------ internals
@@ -199,13 +199,13 @@ class KeyRing:
             ):
                 self._cache.move_to_end((tenant, user_id))
                 return entry
-        self._load([user_id], tenant)
-        with self._lock:
-            return self._cache[(tenant, user_id)]
+        # What this load read, not a second cache lookup: a purge in another thread
+        # (``forget``) or the LRU may drop the entry the moment it is published.
+        return self._load([user_id], tenant)[0][user_id]
 
-    def _load(self, user_ids: list[int], tenant: str) -> int:
+    def _load(self, user_ids: list[int], tenant: str) -> tuple[dict[int, _Entry], int]:
         """Fetch, unwrap (re-wrapping what an old master wrapped) and cache; returns the
-        number of keys re-wrapped."""
+        entries loaded and how many keys were re-wrapped."""
         rows = self.ch.query(
             f"SELECT user_id, key_id, wrapped, master_id, created_at FROM {self._table} FINAL "
             "WHERE tenant_id = {t:String} AND user_id IN {u:Array(UInt64)} "
@@ -232,7 +232,7 @@ class KeyRing:
                 self._cache.move_to_end((tenant, user_id))
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
-        return len(rewrapped)
+        return entries, len(rewrapped)
 
     def _unwrap(
         self, tenant: str, user_id: int, key_id: str, wrapped: str, master_id: str
@@ -251,13 +251,18 @@ class KeyRing:
             return None
 
     def _create(self, user_id: int, tenant: str) -> _Entry:
-        key_id = uuid.uuid4().hex[:16]
-        material = os.urandom(32)
-        self._insert([self._row(tenant, user_id, key_id, material, datetime.now(UTC))])
-        entry = self._entry(user_id, tenant, refresh=True)
-        if entry.current is None:  # the insert did not land: refuse rather than lose data
-            raise DecryptionError(f"could not store a data key for user {user_id}")
-        return entry
+        # A purge of the same user running in another thread or process can erase the
+        # row between the insert and the read-back: then the purge is over, so a second
+        # key outlives it (data sealed with the erased one would never open again).
+        for _ in range(3):
+            key_id = uuid.uuid4().hex[:16]
+            material = os.urandom(32)
+            self._insert([self._row(tenant, user_id, key_id, material, datetime.now(UTC))])
+            entry = self._entry(user_id, tenant, refresh=True)
+            if entry.current is not None:
+                return entry
+        # the insert does not land: refuse rather than seal data no key will open
+        raise DecryptionError(f"could not store a data key for user {user_id}")
 
     def _row(
         self, tenant: str, user_id: int, key_id: str, material: bytes, created_at: datetime

@@ -79,3 +79,35 @@ def test_a_window_snapshot_restores_sealed_and_comes_back_empty_once_shredded(st
     assert restored.state.pending[0].event.messages[0].content == "zqwin"
     ring.destroy(user_id)
     assert SessionWindow(snap, 60, 100, 5, ring).state.pending == []
+
+
+def test_a_purge_between_load_and_use_does_not_fail_the_write(stores, user_id):
+    """A purge in another thread drops the cached entry the moment it is published
+    (the soak's update-racing-purge); the write still seals, with a key that exists."""
+    ring = _ring(stores, b"master-race")
+    load = ring._load
+
+    def load_then_purged(users, tenant):
+        loaded = load(users, tenant)
+        ring.forget(user_id)  # what a concurrent purge's destroy does
+        return loaded
+
+    ring._load = load_then_purged
+    blob = ring.encrypt(user_id, "sealed while a purge ran")
+    ring._load = load
+    assert ring.decrypt(user_id, blob) == "sealed while a purge ran"
+
+
+def test_a_key_erased_by_a_concurrent_purge_is_replaced_before_use(stores, user_id):
+    ring = _ring(stores, b"master-race")
+    insert, erased = ring._insert, []
+
+    def insert_then_destroyed(rows):
+        insert(rows)
+        if not erased:  # the purge's ALTER DELETE lands between insert and read-back
+            erased.append(ring.destroy(user_id))
+
+    ring._insert = insert_then_destroyed
+    blob = ring.encrypt(user_id, "outlives the purge")
+    assert erased == [1]
+    assert ring.decrypt(user_id, blob) == "outlives the purge"
