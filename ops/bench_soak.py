@@ -66,12 +66,21 @@ def _fd_kinds(pid: int, data_dir: Path) -> dict[str, int]:
     """The node's open descriptors by kind: sockets, pipes, anon inodes, and files by
     their first directory under the data dir (clickhouse, milvus, recovery, ...)."""
     kinds: Counter = Counter()
+    before = set(os.listdir(f"/proc/{pid}/task"))
+    targets = []
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            targets.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
         except OSError:
             continue  # closed meanwhile
-        if target.startswith(("socket:", "pipe:")):
+    live = before | set(os.listdir(f"/proc/{pid}/task"))  # threads born meanwhile count
+    for target in targets:
+        if target.startswith(f"/proc/{pid}/task/"):
+            # chDB keeps stat/schedstat/io open per thread that ran a query: a leak
+            # would be handles of threads that have exited
+            tid = target.split("/")[4]
+            kinds["thread stats (live threads)" if tid in live else "thread stats (exited)"] += 1
+        elif target.startswith(("socket:", "pipe:")):
             kinds[target.split(":", 1)[0]] += 1
         elif target.startswith("anon_inode:"):
             kinds[target] += 1
@@ -190,6 +199,7 @@ def bench_soak(
         fds = {"start": start_fds, "end": _fd_kinds(pid, data_dir)}
     finally:
         stack.stop(data_dir)
+        node_errors = _error_lines(stack.proc(data_dir, "node").logfile)
         shutil.rmtree(data_dir, ignore_errors=True)
     codes: dict[str, Counter] = defaultdict(Counter)
     recall_ms: list[float] = []
@@ -210,6 +220,7 @@ def bench_soak(
         "recall_ms": {k: round(v, 2) for k, v in percentiles(recall_ms).items()},
         "recalls_ok": len(recall_ms),
         "codes": {op: dict(sorted(c.items())) for op, c in sorted(codes.items())},
+        "node_errors": node_errors,
         "node": {
             "start": start_stats,
             "end": end_stats,
@@ -222,6 +233,25 @@ def bench_soak(
             "samples": samples,
         },
     }
+
+
+def _error_lines(logfile: Path, limit: int = 200) -> list[str]:
+    """The node log's ERROR records and tracebacks (the data dir is deleted after the
+    run, so a 5xx seen by a client keeps its cause here)."""
+    if not logfile.exists():
+        return []
+    kept: list[str] = []
+    in_trace = False
+    for line in logfile.read_text(errors="replace").splitlines():
+        if line.startswith("Traceback"):
+            in_trace = True
+        elif in_trace and not line.startswith(" "):
+            kept.append(line)  # the exception line closes a plain traceback
+            in_trace = False
+            continue
+        if in_trace or '"level": "ERROR"' in line:
+            kept.append(line)
+    return kept[-limit:]
 
 
 def _now():

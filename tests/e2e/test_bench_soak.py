@@ -25,10 +25,13 @@ def test_a_short_soak_reports_codes_latency_and_node_numbers(tmp_path: Path) -> 
     assert set(result["codes"]) <= {op for op, _ in MIX} and "recall" in result["codes"]
     for op, codes in result["codes"].items():
         for code in codes:
-            assert code in ("0", "40401", "50301"), (op, codes)  # 40401: raced with a purge
+            # 40401: raced with a purge; a 5xx brings the node's logged cause along
+            assert code in ("0", "40401", "50301"), (op, codes, result["node_errors"])
     assert result["recall_ms"]["p50"] > 0 and result["recalls_ok"] > 0
     node = result["node"]
     for when in ("start", "end"):
         assert node[when]["rss_mb"] > 0 and node[when]["open_files"] > 0
         assert node[when]["threads"] > 0
     assert len(node["samples"]) >= 2
+    kinds = node["open_files_by_kind"]["end"]
+    assert kinds.get("thread stats (exited)", 0) == 0  # per-thread handles do not leak
