@@ -6,8 +6,14 @@ Two stages, as the design document's chapter 7 puts it: first *filter* on releva
 [0, 1]". Relevance must come first because a strong but unrelated memory is still
 unrelated; weight only separates relevant ones ("次级区分").
 
-The order uses relevance normalized over the memories that passed the filter
-(min-max: the most relevant 1, the least 0; one alone 1). Calibrated relevance is
+The order uses relevance normalized over the memories that passed the filter: the most
+relevant 1, the ``depth``-th most relevant 0 (and below it 0), one alone 1. ``depth`` is
+the number of neighbours one channel fetches (``overfetch_for``, 60 for top 10), so the
+scale does not depend on how many memories the *other* channel adds at the bottom: with
+plain min-max over the hybrid union (up to 2 × 60 candidates), the lexical channel's
+extras lowered the minimum, squeezed the relevant ones together and let weight reorder
+them — on ``bench quality`` even the dense channel alone ranked worse over the union
+(0.862) than over its own 60 (0.871). Calibrated relevance is
 absolute (its scale is the threshold's), and among one user's memories it bunches: with
 multilingual-e5 every memory that names the user sits at cosine ~0.90–0.92 for a query
 that names them, i.e. relevance 0.8–1.0, so 0.3·weight (SEMANTIC 0.8 vs EPISODIC 0.6:
@@ -113,9 +119,11 @@ def rank(
     min_relevance: float,
     relevance_weight: float,
     fusion: Fusion = "hybrid",
+    depth: int | None = None,
 ) -> list[Ranked]:
     """Fuse, drop relevance < min_relevance, order by score desc (ties: memory_id asc);
-    the score weighs relevance normalized over the kept candidates (module docstring).
+    the score weighs relevance normalized between the best kept candidate and the
+    ``depth``-th best (None: the last; module docstring).
 
     A memory offered twice (once per channel) is merged: its best dense and best
     lexical score are fused together.
@@ -136,10 +144,12 @@ def rank(
     ]
     if not kept:
         return []
-    lo, hi = min(r for _, r in kept), max(r for _, r in kept)
+    by_relevance = sorted((r for _, r in kept), reverse=True)
+    hi = by_relevance[0]
+    lo = by_relevance[-1 if depth is None else min(depth, len(by_relevance)) - 1]
     out: list[Ranked] = []
     for c, relevance in kept:
-        norm = 1.0 if hi - lo < 1e-12 else (relevance - lo) / (hi - lo)
+        norm = 1.0 if hi - lo < 1e-12 else max(0.0, (relevance - lo) / (hi - lo))
         weight = _clamp01(c.weight_now)
         out.append(
             Ranked(c.memory_id, relevance, weight, final_score(norm, weight, relevance_weight))
@@ -152,7 +162,7 @@ def rank_with(
     candidates: Iterable[Candidate], top_k: int, settings: Settings, **overrides: float
 ) -> list[Ranked]:
     """:func:`rank` with ``min_relevance``, ``rank_relevance_weight`` and ``recall_fusion``
-    from settings.
+    from settings, normalized to the depth one channel fetches (``overfetch_for``).
 
     ``overrides`` may carry a per-request ``min_relevance`` (the recall body's field).
     """
@@ -160,6 +170,7 @@ def rank_with(
         "min_relevance": settings.min_relevance,
         "relevance_weight": settings.rank_relevance_weight,
         "fusion": settings.recall_fusion,
+        "depth": overfetch_for(top_k, settings),
         **overrides,
     }
     return rank(candidates, top_k, **params)

@@ -97,6 +97,34 @@ def test_weight_separates_only_near_ties_once_relevance_is_normalized():
     assert final_score(0.95, 0.6, 0.7) < final_score(0.90, 0.8, 0.7)  # what the raw mix did
 
 
+def test_depth_anchors_the_scale_so_extras_below_it_change_no_score_above():
+    top = [
+        Candidate("a", weight_now=0.5, dense=0.9),
+        Candidate("b", weight_now=0.9, dense=0.85),
+        Candidate("c", weight_now=0.5, dense=0.8),
+    ]
+    extras = [Candidate(f"x{i}", weight_now=1.0, dense=0.31) for i in range(3)]
+    # depth 3: normalized between 0.9 (a) and 0.8 (c); b 0.5; the extras below c: 0
+    out = rank(top + extras, 10, min_relevance=0.3, relevance_weight=0.7, depth=3)
+    scores = {r.memory_id: r.score for r in out}
+    assert scores == pytest.approx(
+        {"a": 0.7 + 0.15, "b": 0.35 + 0.27, "c": 0.15, "x0": 0.3, "x1": 0.3, "x2": 0.3}
+    )
+    alone = rank(top, 10, min_relevance=0.3, relevance_weight=0.7, depth=3)
+    assert {r.memory_id: r.score for r in alone} == pytest.approx({m: scores[m] for m in "abc"})
+    # min-max over the whole union (no depth): 0.31..0.9 squeezes a and b (b at 0.915),
+    # and b's weight puts it above the more relevant a
+    squeezed = rank(top + extras, 10, min_relevance=0.3, relevance_weight=0.7)
+    assert [r.memory_id for r in squeezed][:2] == ["b", "a"]
+
+
+def test_rank_with_normalizes_to_the_overfetch_depth():
+    cands = [Candidate(f"m{i:02d}", weight_now=0.5, dense=1.0 - i / 100) for i in range(80)]
+    out = rank_with(cands, 10, S)  # depth max(4 x 10, 60) = 60: m59 is the zero
+    assert out[0].score == pytest.approx(0.7 + 0.15)
+    assert out[9].score == pytest.approx(0.7 * (1 - 9 / 59) + 0.15)
+
+
 def test_exact_lexical_name_hit_passes_the_threshold_without_the_dense_channel():
     out = rank(
         [Candidate("zh", weight_now=0.6, lexical=1.0)], 5, min_relevance=0.3, relevance_weight=0.7
