@@ -141,17 +141,36 @@ class KeyRing:
             raise KeyDestroyed(f"data key {key_id} of user {user_id} is destroyed (purged)")
         return found
 
-    def prefetch(self, user_ids: Iterable[int], tenant: str = DEFAULT_TENANT) -> None:
-        """Load the keys of many users in one query (a multi-user read)."""
+    def prefetch(
+        self, user_ids: Iterable[int], tenant: str = DEFAULT_TENANT, create: bool = False
+    ) -> None:
+        """Load the keys of many users in one query (a multi-user read); with ``create``,
+        also give every user who has none a key, in one insert and one read-back (what
+        an ingest batch of new users needs before anything of theirs is sealed)."""
+        wanted = set(user_ids)
         now = time.monotonic()
         with self._lock:
-            missing = [
+            stale = [
                 u
-                for u in set(user_ids)
+                for u in wanted
                 if (e := self._cache.get((tenant, u))) is None or now - e.loaded_at > self.ttl_s
             ]
-        if missing:
-            self._load(missing, tenant)
+        loaded = self._load(stale, tenant)[0] if stale else {}
+        if not create:
+            return
+        with self._lock:
+            keyless = sorted(
+                u
+                for u in wanted
+                if (e := loaded.get(u) or self._cache.get((tenant, u))) is None or e.current is None
+            )
+        if keyless:
+            stamp = datetime.now(UTC)
+            rows = [
+                self._row(tenant, u, uuid.uuid4().hex[:16], os.urandom(32), stamp) for u in keyless
+            ]
+            self._insert(rows)
+            self._load(keyless, tenant)  # (a user a purge raced gets one in current())
 
     def destroy(self, user_id: int, tenant: str = DEFAULT_TENANT) -> int:
         """Crypto-shred the user: erase every wrapped data key row, then the cached copy.

@@ -111,3 +111,21 @@ def test_a_key_erased_by_a_concurrent_purge_is_replaced_before_use(stores, user_
     blob = ring.encrypt(user_id, "outlives the purge")
     assert erased == [1]
     assert ring.decrypt(user_id, blob) == "outlives the purge"
+
+
+def test_prefetch_with_create_gives_every_keyless_user_one_key_in_one_insert(stores, user_id):
+    ring = _ring(stores, b"master-batch")
+    users = [user_id, user_id + 1, user_id + 2]
+    first = ring.current(user_id)  # this one has a key already: kept
+    inserts = []
+    insert = ring._insert
+    ring._insert = lambda rows: (inserts.append(len(rows)), insert(rows))
+    ring.prefetch(users, create=True)
+    assert inserts == [2]
+    assert ring.current(user_id).key_id == first.key_id
+    other = _ring(stores, b"master-batch")  # another process finds the same keys
+    for u in users:
+        blob = ring.encrypt(u, f"secret of {u}")
+        assert other.decrypt(u, blob) == f"secret of {u}"
+    ring.prefetch(users, create=True)
+    assert inserts == [2]  # nothing more to create
