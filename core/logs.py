@@ -62,11 +62,20 @@ def log_fields(**fields: object) -> dict[str, dict[str, object]]:
 def describe_error(exc: BaseException) -> dict[str, str]:
     """An exception for a log line without its message: messages of validation, store and
     model errors can quote what they were given (memory content, model output), so a log
-    names the type and where it was raised, never what it said."""
-    frames = traceback.extract_tb(exc.__traceback__)[-6:] if exc.__traceback__ else []
-    where = " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
-    cause = exc.__cause__ or exc.__context__
-    out = {"error": type(exc).__name__, "where": where}
-    if cause is not None:
-        out["cause"] = type(cause).__name__
+    names the type and where it was raised, never what it said. ``cause`` is the first
+    error of the chain (Bytewax wraps a step's exception in two ``BytewaxRuntimeError``
+    whose text is the whole traceback), with where it was raised."""
+    out = {"error": type(exc).__name__, "where": _where(exc)}
+    root, seen = exc, {id(exc)}
+    while (nxt := root.__cause__ or root.__context__) is not None and id(nxt) not in seen:
+        root = nxt
+        seen.add(id(root))
+    if root is not exc:
+        out["cause"] = type(root).__name__
+        out["cause_where"] = _where(root)
     return out
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)[-6:] if exc.__traceback__ else []
+    return " < ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
