@@ -59,6 +59,27 @@ def _add_recall(sub: Any) -> None:
         action="store_true",
         help="API keys on and rate limits counted (never reached): what they cost",
     )
+    p.add_argument(
+        "--fit-cache",
+        action="store_true",
+        help="size the hot cache to hold every seeded user (the best case); by default "
+        "it keeps hot_cache_budget_mb, so users beyond it are loaded cold",
+    )
+    p.add_argument(
+        "--zipf",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="user popularity: the r-th most popular user is asked with probability "
+        "proportional to 1/r^S (default: uniform)",
+    )
+    p.add_argument(
+        "--session-len",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="recalls a user makes in a row (the first may be cold; default 1)",
+    )
     p.set_defaults(func=_run_recall)
 
 
@@ -87,13 +108,28 @@ def _run_recall(args: argparse.Namespace) -> int:
         pool=args.pool,
         phases=phases,
         auth=args.auth,
+        fit_cache=args.fit_cache,
+        zipf=args.zipf,
+        session_len=args.session_len,
+    )
+    print(
+        f"hot cache {result['hot_cache_budget_mb']} MB "
+        f"({'fitted to every user' if args.fit_cache else 'configured budget'}), traffic "
+        f"{'zipf ' + str(args.zipf) if args.zipf else 'uniform'}, sessions of "
+        f"{args.session_len}",
+        file=sys.stderr,
     )
     for ph in result["phases"]:
+        hot = ph["hot_cache"]
+        cold = hot["cold_load_ms"]
         print(
             f"{ph['mode']:>16}, {ph['clients']} clients: {ph['requests']} recalls, "
             f"{ph['recalls_per_s']}/s, p50 {ph['p50_ms']} ms, p95 {ph['p95_ms']} ms, "
-            f"p99 {ph['p99_ms']} ms, codes {ph['codes']}, hit ratio {ph['hit_ratio']}, "
-            f"query-cache hit ratio {ph['query_cache_hit_ratio']}",
+            f"p99 {ph['p99_ms']} ms, timeouts {ph['timeouts']}, codes {ph['codes']}, "
+            f"hit ratio {ph['hit_ratio']}, query-cache hit ratio "
+            f"{ph['query_cache_hit_ratio']}; hot cache hit ratio {hot['hit_ratio']}, "
+            f"{hot['cold_loads']} cold loads (p50 {cold.get('p50', '-')} / p99 "
+            f"{cold.get('p99', '-')} ms), {hot['users_held']} users held",
             file=sys.stderr,
         )
     print(json.dumps(result, indent=2))
@@ -210,6 +246,13 @@ def _positive(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError("must be >= 1")
     return n
+
+
+def _positive_float(value: str) -> float:
+    x = float(value)
+    if not x > 0:
+        raise argparse.ArgumentTypeError("must be > 0")
+    return x
 
 
 def _capacity(value: str) -> str:

@@ -17,10 +17,20 @@ query-embedding cache sees realistic repeats: each phase reports its
 ``query_cache_hit_ratio`` (a first phase meets a cold cache; repeat ``--rate 50`` after
 ``--rate max`` to see the warm case). Before the first phase it waits until the process
 is idle (``settle_s``): Milvus Lite builds its index in the background after the load.
+
+The hot cache keeps the configured budget (``hot_cache_budget_mb``), so when the users
+outnumber it recalls meet cold users, as in production; ``fit_cache`` sizes it to hold
+every seeded user (~3 KB a memory), the best case. Traffic: users drawn uniformly, or by
+Zipf popularity (``zipf`` = s: the r-th most popular user is asked ∝ 1/r^s), each making
+``session_len`` recalls in a row (the first may be cold, the rest find it loaded). Each
+phase reports, beside latency and codes (50401: timed out), the hot cache's hit ratio,
+its cold loads (count and latency percentiles, from ``HotCache.load_ms``) and how many
+users it held at the end.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 import time
@@ -31,7 +41,7 @@ import uvicorn
 
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
-from ops.bench_env import BenchStack, bench_stack
+from ops.bench_env import BenchStack, bench_stack, percentiles
 from ops.bench_http import drive
 from ops.procs import free_port
 from recall_api.app import create_app
@@ -139,6 +149,41 @@ def seed(
     return user_ids, len(facts)
 
 
+def traffic(
+    user_ids: list[int], n: int, rng: random.Random, zipf: float | None, session_len: int
+) -> list[int]:
+    """``n`` recall targets: sessions of ``session_len`` recalls of one user, the user
+    drawn uniformly or, with ``zipf`` = s, with probability ∝ 1/rank^s (rank 1 most
+    popular; which user holds which rank is shuffled)."""
+    if session_len < 1:
+        raise ValueError("session_len must be >= 1")
+    ranked = list(user_ids)
+    rng.shuffle(ranked)
+    weights = None if zipf is None else [1.0 / (r**zipf) for r in range(1, len(ranked) + 1)]
+    cum = None if weights is None else list(itertools.accumulate(weights))
+    out: list[int] = []
+    while len(out) < n:
+        user = rng.choices(ranked, cum_weights=cum)[0] if cum else rng.choice(ranked)
+        out.extend([user] * session_len)
+    return out[:n]
+
+
+def _cache_phase(cache: Any, hits: int, misses: int) -> dict[str, Any]:
+    """What the hot cache did during one phase (counters read before it): the phase's
+    cold loads are the newest ``misses`` of ``load_ms``."""
+    got, missed = cache.hits - hits, cache.misses - misses
+    cold = list(cache.load_ms)[-missed:] if missed else []
+    return {
+        "hot_cache": {
+            "hit_ratio": round(got / max(1, got + missed), 3),
+            "cold_loads": missed,
+            "cold_load_ms": {k: round(v, 2) for k, v in percentiles(cold).items()} if cold else {},
+            "cold_load_max_ms": round(max(cold, default=0.0), 2),
+            "users_held": len(cache),
+        },
+    }
+
+
 def _warm(cache: Any, user_ids: list[int]) -> None:
     if hasattr(cache, "warm"):
         cache.warm(user_ids)  # one ClickHouse query + one Milvus read for the group
@@ -202,13 +247,18 @@ def bench_recall(
     phases: list[float | None] | None = None,
     seed_value: int = 7,
     auth: bool = False,
+    fit_cache: bool = False,
+    zipf: float | None = None,
+    session_len: int = 1,
 ) -> dict[str, Any]:
     """Seed, serve, drive; one phase per entry of ``phases`` (default: just ``rate``).
 
     ``auth``: API keys on (an app key, checked on every call) and rate limits counted in
     Redis on every call, set high enough never to refuse: what keys and limits cost."""
     rng = random.Random(seed_value)
-    budget = max(settings.hot_cache_budget_mb, users * memories * 3 // 1024 + 64)
+    budget = settings.hot_cache_budget_mb
+    if fit_cache:  # every seeded user fits (~3 KB a memory): the best case, not production
+        budget = max(budget, users * memories * 3 // 1024 + 64)
     keyed = {}
     if auth:
         keyed = {f"rate_limit_{w}_{k}": "1000000/second" for w in ("key", "user")
@@ -236,15 +286,17 @@ def bench_recall(
                 for _ in range(200)
             ]
             drive(url, warm, min(clients, 4), 50.0, 3.0, key)
-            bodies = [
-                {"user_id": rng.choice(user_ids), "query": _query(rng), "scope": scope}
-                for _ in range(50_000)
-            ]
+            asked = traffic(user_ids, 50_000, rng, zipf, session_len)
+            bodies = [{"user_id": u, "query": _query(rng), "scope": scope} for u in asked]
             batcher = app.state.recaller.batcher
+            cache = env.runtime.cache
             results = []
             for r in phases or [rate]:
                 before = (batcher.calls, batcher.embedded, batcher.cache_hits)
+                hits, misses = cache.hits, cache.misses
                 result = drive(url, bodies, clients, r, duration_s, key)
+                result.update(_cache_phase(cache, hits, misses))
+                result["timeouts"] = result["codes"].get("50401", 0)
                 calls, embedded, cached = (
                     now - then
                     for now, then in zip(
@@ -266,6 +318,8 @@ def bench_recall(
         "cache_warm_s": round(warmed, 1),
         "settle_s": round(settled, 1),
         "hot_cache_budget_mb": budget,
+        "fit_cache": fit_cache,
+        "traffic": {"zipf": zipf, "session_len": session_len},
         "embedder": env.runtime.embedder.name,
         "auth": auth,
         "phases": results,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
 from typing import Any
 
 from core.user_index import UserIndex
@@ -30,6 +31,7 @@ class HotCache:
         self._warming: set[int] = set()
         self.hits = 0
         self.misses = 0
+        self.load_ms: deque[float] = deque(maxlen=100_000)  # recent cold loads (get), ms
 
     @classmethod
     def attach(cls, store: MemoryStore, dim: int, budget_mb: int) -> HotCache:
@@ -60,7 +62,9 @@ class HotCache:
             idx = self.peek(user_id)
             if idx is None:
                 self.misses += 1
+                started = time.perf_counter()
                 idx = self._load(user_id)
+                self.load_ms.append((time.perf_counter() - started) * 1000)
                 with self._lock:
                     if self._keep(user_id):
                         self._users[user_id] = idx

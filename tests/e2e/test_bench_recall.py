@@ -1,0 +1,33 @@
+"""`memstream bench recall` on a tiny workload with a tiny hot cache: the users outnumber
+it, and the run reports the cold loads, the hot cache's hit ratio and the timeouts —
+the harness, never the numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.stack_cli import cli, private_stack_env
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_tiny_budget_reports_cold_loads_and_timeouts(tmp_path: Path) -> None:
+    env, _ = private_stack_env(tmp_path / "data")
+    env["MEMSTREAM_HOT_CACHE_BUDGET_MB"] = "1"  # 60 users x 40 memories: ~7 MB of hot data
+    done = cli(env, "bench", "recall", "--users", "60", "--memories", "40", "--pool", "300",
+               "--clients", "2", "--rate", "20", "--duration", "3", "--zipf", "1.1",
+               "--session-len", "3", timeout=300)  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-4000:]
+    result = json.loads(done.stdout)
+    assert result["hot_cache_budget_mb"] == 1 and result["fit_cache"] is False
+    assert result["traffic"] == {"zipf": 1.1, "session_len": 3}
+    (phase,) = result["phases"]
+    hot = phase["hot_cache"]
+    assert hot["cold_loads"] > 0 and 0 <= hot["hit_ratio"] < 1
+    assert hot["cold_load_ms"]["p50"] > 0 and hot["cold_load_max_ms"] >= hot["cold_load_ms"]["p99"]
+    assert 0 < hot["users_held"] < 60  # the budget holds only some of them
+    assert phase["timeouts"] == phase["codes"].get("50401", 0)
+    assert "timeouts" in done.stderr and "cold loads" in done.stderr
