@@ -79,7 +79,10 @@ def _fd_kinds(pid: int, data_dir: Path) -> dict[str, int]:
             # chDB keeps stat/schedstat/io open per thread that ran a query: a leak
             # would be handles of threads that have exited
             tid = target.split("/")[4]
-            kinds["thread stats (live threads)" if tid in live else "thread stats (exited)"] += 1
+            if tid in live:  # by the thread's name: chDB's ThreadPool, python, ...
+                kinds[f"thread stats (live: {_comm(pid, tid)})"] += 1
+            else:
+                kinds["thread stats (exited)"] += 1
         elif target.startswith(("socket:", "pipe:")):
             kinds[target.split(":", 1)[0]] += 1
         elif target.startswith("anon_inode:"):
@@ -92,6 +95,13 @@ def _fd_kinds(pid: int, data_dir: Path) -> dict[str, int]:
             suffix = " (deleted)" if target.endswith(" (deleted)") else ""
             kinds[str(Path(*parts)) + suffix] += 1
     return dict(kinds.most_common())
+
+
+def _comm(pid: int, tid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip() or "?"
+    except OSError:
+        return "exited"
 
 
 def _sentence(rng: random.Random) -> str:
