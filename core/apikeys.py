@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from schemas.tenants import DEFAULT_TENANT, check_tenant
+
 Role = Literal["app", "admin"]
 ROLES: tuple[Role, ...] = ("app", "admin")
-DEFAULT_TENANT = "default"
 PREFIX = "msk_"
 _KEY = re.compile(r"^msk_(?P<kid>[0-9a-f]{8})_[A-Za-z0-9_-]{20,100}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
@@ -118,7 +119,7 @@ def new_key(
     taken: Iterable[str] = (),
 ) -> tuple[str, KeyRecord]:
     """A fresh key and its record. An app key names at least one app; an admin key none."""
-    check_name("tenant", tenant)
+    check_tenant(tenant)
     apps = frozenset(check_name("app", a) for a in apps)
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}")

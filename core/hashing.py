@@ -13,6 +13,8 @@ import hashlib
 import re
 import unicodedata
 
+from schemas.tenants import id_parts
+
 ID_HEX_LEN = 24  # 96 bits: collision-free in practice for a per-deployment id space
 _SEP = "\x1f"  # unit separator: cannot occur in ids, so ("a", "bc") != ("ab", "c")
 _WS = re.compile(r"\s+")
@@ -45,15 +47,16 @@ def stable_id(prefix: str, *parts: object) -> str:
     return prefix + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:ID_HEX_LEN]
 
 
-def memory_id_for(task_id: str, fact_index: int, *, user_id: int) -> str:
+def memory_id_for(task_id: str, fact_index: int, *, user_id: int, tenant: str) -> str:
     """The id of the ``fact_index``-th fact extracted by task ``task_id``: ``m_`` + 24 hex.
 
-    ``user_id`` is part of the key because platforms may produce to Kafka with task ids
-    of their own choosing; two users' "task-1" must never share a memory id.
+    ``user_id`` and the tenant are part of the key because platforms may produce to Kafka
+    with task ids of their own choosing; two users' "task-1" must never share a memory id
+    (nor user 42 of two tenants: memory ids are unique across tenants).
     """
     if fact_index < 0:
         raise ValueError("fact_index must be >= 0")
-    return stable_id("m_", user_id, task_id, fact_index)
+    return stable_id("m_", *id_parts(tenant, user_id, task_id, fact_index))
 
 
 def change_id_for(memory_id: str, op_type: str, cause_id: str, seq: int = 0) -> str:

@@ -4,7 +4,8 @@ The same predicate renders a Milvus boolean expression (cold users, the archive)
 evaluates ``matches(record)`` in Python (the hot cache), so the two paths can never
 disagree about what a caller may see. Rules:
 
-* never another user's memory; DELETED never;
+* never another user's memory, nor a memory of another tenant (the same user id in two
+  tenants is two people); DELETED never;
 * ``include_global`` adds the user's GLOBAL memories; ``app_id`` adds that app's APP
   memories; ``session_id`` adds the SESSION memories of that session *and* app (app
   ``''`` when the request names none);
@@ -18,6 +19,7 @@ disagree about what a caller may see. Rules:
   boolean when ``v`` is ``true``/``false``. Other value types never match ``k:v``.
 
 Milvus encoding (``schemas.storage.milvus_fields``): user_id VARCHAR decimal string;
+tenant_id VARCHAR;
 app_id and session_id VARCHAR, ``''`` for none; level/ownership/mem_type/status VARCHAR
 enum values; tags JSON object of blind-index tokens (keyed HMAC under the user's data
 key of ``tag_key_text(k)`` → of ``tag_value_text(k, v)``; the tags themselves are
@@ -36,6 +38,7 @@ from typing import Any, Protocol
 
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, Ownership, Status
+from schemas.tenants import DEFAULT_TENANT
 
 
 class ScopeError(Exception):
@@ -76,6 +79,7 @@ class ScopeRequest:
     custom_tags: tuple[str, ...] = ()
     include_archived: bool = False
     as_of: datetime | None = None
+    tenant_id: str = DEFAULT_TENANT
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,8 @@ class ScopedRecord(Protocol):
     # fmt: off
     @property
     def user_id(self) -> int: ...
+    @property
+    def tenant_id(self) -> str: ...
     @property
     def app_id(self) -> str | None: ...
     @property
@@ -221,6 +227,7 @@ class RecallPredicate:
     mem_type: frozenset[MemType] = frozenset()
     tags: tuple[TagFilter, ...] = ()
     as_of_ms: int | None = None
+    tenant_id: str = DEFAULT_TENANT
 
     @property
     def is_empty(self) -> bool:
@@ -228,7 +235,9 @@ class RecallPredicate:
         return not self.branches
 
     def matches(self, r: ScopedRecord) -> bool:
-        if r.user_id != self.user_id or Status(r.status) not in self.statuses:
+        if r.user_id != self.user_id or r.tenant_id != self.tenant_id:
+            return False
+        if Status(r.status) not in self.statuses:
             return False
         app, session, level = r.app_id or "", r.session_id or "", Level(r.level)
         if not any(
@@ -256,7 +265,7 @@ class RecallPredicate:
         """The Milvus boolean filter; an empty predicate renders one that matches nothing.
         ``blind`` (the user's blind index) turns tag filters into token lookups; without
         it tags are compared as plain JSON (a store that holds plain tags, tests)."""
-        parts = [f"user_id == {_q(str(self.user_id))}"]
+        parts = [f"user_id == {_q(str(self.user_id))} and tenant_id == {_q(self.tenant_id)}"]
         if self.is_empty:
             return parts[0] + ' and level == ""'
         ors = []
@@ -306,6 +315,7 @@ def resolve_scope(req: ScopeRequest, switches: Switches) -> RecallPredicate:
         statuses.add(Status.SUPERSEDED)
     return RecallPredicate(
         user_id=req.user_id,
+        tenant_id=req.tenant_id,
         branches=tuple(branches),
         statuses=frozenset(statuses),
         ownership=frozenset(req.ownership),

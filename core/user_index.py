@@ -17,11 +17,13 @@ import numpy as np
 from core.lexical import BM25Index
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
+from schemas.tenants import DEFAULT_TENANT
 
 
 class UserIndex:
-    def __init__(self, user_id: int, dim: int, capacity: int = 64):
+    def __init__(self, user_id: int, dim: int, capacity: int = 64, tenant: str = DEFAULT_TENANT):
         self.user_id = user_id
+        self.tenant_id = tenant
         self.dim = dim
         self.lock = threading.RLock()
         self.records: dict[str, MemoryRecord] = {}

@@ -12,10 +12,12 @@ Every endpoint checks the key against the exact memories it touches:
   see is answered.
 
 ``app`` keys: their apps' APP/SESSION memories, read of GLOBAL. ``admin`` keys: the
-tenant. With no key configured at all (local mode, loopback only) the caller is the
-local operator and may do everything. This node serves the tenant ``default`` (tenant
-namespaces in the stores are not built yet, see README "API keys"); a key of another
-tenant is refused rather than let into tenant ``default``'s users.
+whole of their tenant, nothing of another. Every check above runs inside the caller's
+tenant (``Caller.tenant``): each store, cache, task and export is read and written in
+that tenant's namespace (``schemas.tenants``), so user 42 of another tenant is another
+person, and a memory id of another tenant is not found (40401). With no key configured
+at all (local mode, loopback only) the caller is the local operator of tenant
+``default`` and may do everything there.
 """
 
 from __future__ import annotations
@@ -28,8 +30,7 @@ from recall_api.errors import ApiError
 from schemas.enums import Level
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
-
-SERVED_TENANTS = frozenset({DEFAULT_TENANT})
+from schemas.tenants import check_tenant
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,13 @@ class Caller:
 
     @classmethod
     def of(cls, rec: KeyRecord) -> Caller:
-        if rec.tenant not in SERVED_TENANTS:
+        try:
+            tenant = check_tenant(rec.tenant)
+        except ValueError:  # a key stored by an older release with a name now refused
             raise ApiError(
-                ErrorCode.UNAUTHENTICATED,
-                f"this key belongs to tenant '{rec.tenant}'; this node serves tenant "
-                f"'{DEFAULT_TENANT}' only (tenant namespaces are not available yet)",
-            )
-        return cls(rec.tenant, rec.role, rec.apps, rec.global_grant, rec.kid)
+                ErrorCode.UNAUTHENTICATED, f"this key's tenant '{rec.tenant[:64]}' is invalid"
+            ) from None
+        return cls(tenant, rec.role, rec.apps, rec.global_grant, rec.kid)
 
     @property
     def is_app(self) -> bool:
@@ -91,11 +92,15 @@ class Caller:
 
     # --- record checks ------------------------------------------------------------
     def can_read(self, rec: MemoryRecord) -> bool:
+        if rec.tenant_id != self.tenant:  # never: the stores are read in the caller's tenant
+            return False
         if not self.is_app:
             return True
         return rec.level is Level.GLOBAL or (rec.app_id is not None and rec.app_id in self.apps)
 
     def can_write(self, rec: MemoryRecord) -> bool:
+        if rec.tenant_id != self.tenant:
+            return False
         if not self.is_app:
             return True
         if rec.level is Level.GLOBAL:
@@ -124,6 +129,8 @@ class Caller:
         return {"apps": sorted(self.apps), "global": self.global_grant}
 
     def may_see_task(self, task: dict) -> bool:
+        if task.get("tenant_id", DEFAULT_TENANT) != self.tenant:
+            return False
         if not self.is_app:
             return True
         if task.get("kid") and task.get("kid") == self.kid:

@@ -28,14 +28,15 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from core.logs import log_fields
 from schemas.events import TOPIC_CHANGES
+from schemas.tenants import DEFAULT_TENANT, UserKey, check_tenant
 from sinks.hot_cache import HotCache
 from sinks.kafka import KafkaBus
 from sinks.memory_store import REFRESH_OP
 
 log = logging.getLogger(__name__)
 
-Invalidate = Callable[[int], None]
-Refresh = Callable[[int, str, dict[str, Any]], bool]  # False: not held, reload the user
+Invalidate = Callable[[UserKey], None]
+Refresh = Callable[[UserKey, str, dict[str, Any]], bool]  # False: not held, reload the user
 
 
 class ChangesFollower:
@@ -147,7 +148,10 @@ class ChangesFollower:
     def _apply(self, raw: bytes | None) -> None:
         try:
             event = json.loads(raw or b"")
-            user_id = int(event["user_id"])
+            # an event without a tenant (written before tenants) is the default tenant's
+            user = UserKey(
+                check_tenant(event.get("tenant_id", DEFAULT_TENANT)), int(event["user_id"])
+            )
         except (ValueError, KeyError, TypeError):
             log.warning("memory.changes event without a user_id skipped")
             return
@@ -157,12 +161,12 @@ class ChangesFollower:
         if event.get("op") == REFRESH_OP and self._refresh is not None:
             try:
                 fields = _weights(event["weights"])
-                if self._refresh(user_id, str(event["memory_id"]), fields):
+                if self._refresh(user, str(event["memory_id"]), fields):
                     self.refreshed += 1
                     return
             except (ValueError, KeyError, TypeError):
                 pass  # malformed weights: fall back to a reload
-        self._invalidate(user_id)
+        self._invalidate(user)
         self.invalidated += 1
 
 
@@ -181,11 +185,11 @@ def _weights(raw: dict[str, Any]) -> dict[str, Any]:
 def follow_changes(app_state: Any, cache: HotCache, bus: KafkaBus, origin: str) -> ChangesFollower:
     """Start a follower that drops changed users from ``cache`` and the app's cold records."""
 
-    def invalidate(user_id: int) -> None:
-        cache.invalidate(user_id)
+    def invalidate(user: UserKey) -> None:
+        cache.invalidate(user.user_id, tenant=user.tenant)
         recaller = getattr(app_state, "recaller", None)
         if recaller is not None:
-            recaller.cold.invalidate(user_id)
+            recaller.cold.invalidate(user.user_id, tenant=user.tenant)
 
     def clear() -> None:
         cache.clear()
@@ -193,10 +197,10 @@ def follow_changes(app_state: Any, cache: HotCache, bus: KafkaBus, origin: str) 
         if recaller is not None:
             recaller.cold.clear()
 
-    def refresh(user_id: int, memory_id: str, fields: dict[str, Any]) -> bool:
+    def refresh(user: UserKey, memory_id: str, fields: dict[str, Any]) -> bool:
         recaller = getattr(app_state, "recaller", None)
-        if recaller is not None:
-            recaller.cold.invalidate(user_id)  # rare (archive, as_of): no patching there
-        return cache.refresh(user_id, memory_id, fields)
+        if recaller is not None:  # rare (archive, as_of): no patching there
+            recaller.cold.invalidate(user.user_id, tenant=user.tenant)
+        return cache.refresh(user.user_id, memory_id, fields, tenant=user.tenant)
 
     return ChangesFollower(bus, origin, invalidate, clear, refresh).start()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from core.lexical import BM25Index
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
+from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.memory_store import MemoryStore, WriteBatch
 
 COLD_STATUSES = (Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED)
@@ -34,6 +35,7 @@ class ColdEntry:
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     lexical: BM25Index = field(default_factory=BM25Index)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    tenant_id: str = DEFAULT_TENANT
 
     @property
     def nbytes(self) -> int:
@@ -54,48 +56,51 @@ class ColdRecords:
     def __init__(self, store: MemoryStore, budget_bytes: int) -> None:
         self.store = store
         self.budget = budget_bytes
-        self._users: OrderedDict[int, ColdEntry] = OrderedDict()
+        # keyed by (tenant, user), as the hot cache
+        self._users: OrderedDict[UserKey, ColdEntry] = OrderedDict()
         self._lock = threading.Lock()
-        self._loading: dict[int, bool] = {}  # user -> "a write arrived during the load"
-        self._loaders: dict[int, threading.Lock] = {}
-        self._sizes: dict[int, int] = {}  # estimated at load time
+        self._loading: dict[UserKey, bool] = {}  # user -> "a write arrived during the load"
+        self._loaders: dict[UserKey, threading.Lock] = {}
+        self._sizes: dict[UserKey, int] = {}  # estimated at load time
 
-    def peek(self, user_id: int) -> ColdEntry | None:
+    def peek(self, user_id: int, *, tenant: str) -> ColdEntry | None:
+        key = UserKey(tenant, user_id)
         with self._lock:
-            entry = self._users.get(user_id)
+            entry = self._users.get(key)
             if entry is not None:
-                self._users.move_to_end(user_id)
+                self._users.move_to_end(key)
             return entry
 
-    def get(self, user_id: int) -> ColdEntry:
+    def get(self, user_id: int, *, tenant: str) -> ColdEntry:
         """The user's entry, loading it from the store on a miss (one loader per user)."""
-        entry = self.peek(user_id)
+        entry = self.peek(user_id, tenant=tenant)
         if entry is not None:
             return entry
+        key = UserKey(tenant, user_id)
         with self._lock:
-            loader = self._loaders.setdefault(user_id, threading.Lock())
+            loader = self._loaders.setdefault(key, threading.Lock())
         with loader:
-            entry = self.peek(user_id)
+            entry = self.peek(user_id, tenant=tenant)
             if entry is None:
-                entry = self._load(user_id)
+                entry = self._load(key)
         with self._lock:
-            self._loaders.pop(user_id, None)
+            self._loaders.pop(key, None)
         return entry
 
-    def _load(self, user_id: int) -> ColdEntry:
+    def _load(self, key: UserKey) -> ColdEntry:
         with self._lock:
-            self._loading[user_id] = False
-        entry = ColdEntry(user_id)
+            self._loading[key] = False
+        entry = ColdEntry(key.user_id, tenant_id=key.tenant)
         try:
-            for record in self.store.load(user_id, statuses=COLD_STATUSES):
+            for record in self.store.load(key.user_id, statuses=COLD_STATUSES, tenant=key.tenant):
                 entry.upsert(record)
         finally:
             with self._lock:
-                stale = self._loading.pop(user_id, True)
+                stale = self._loading.pop(key, True)
         if not stale:
             with self._lock:
-                self._users[user_id] = entry
-                self._sizes[user_id] = entry.nbytes
+                self._users[key] = entry
+                self._sizes[key] = entry.nbytes
                 self._evict()
         return entry
 
@@ -104,23 +109,25 @@ class ColdRecords:
         with self._lock:
             self._users.clear()
             self._sizes.clear()
-            for user_id in self._loading:
-                self._loading[user_id] = True
+            for key in self._loading:
+                self._loading[key] = True
 
-    def invalidate(self, user_id: int) -> None:
+    def invalidate(self, user_id: int, *, tenant: str) -> None:
+        key = UserKey(tenant, user_id)
         with self._lock:
-            self._users.pop(user_id, None)
-            self._sizes.pop(user_id, None)
-            if user_id in self._loading:
-                self._loading[user_id] = True
+            self._users.pop(key, None)
+            self._sizes.pop(key, None)
+            if key in self._loading:
+                self._loading[key] = True
 
     def apply(self, batch: WriteBatch) -> None:
         """Write listener: mirror an applied batch into the users held."""
         for m in batch.memories:
+            key = UserKey(m.tenant_id, m.user_id)
             with self._lock:
-                if m.user_id in self._loading:
-                    self._loading[m.user_id] = True
-                entry = self._users.get(m.user_id)
+                if key in self._loading:
+                    self._loading[key] = True
+                entry = self._users.get(key)
             if entry is None:
                 continue
             with entry.lock:

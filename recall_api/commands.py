@@ -28,18 +28,26 @@ async def run_command(
     payload: dict[str, Any],
     request_id: str | None = None,
     timeout_s: float = 15.0,
+    *,
+    tenant: str,
 ) -> Any:
+    """``tenant``: the caller's; the command, its sealed payload and its result key carry it."""
     command_id = request_id or f"cmd_{uuid.uuid4().hex}"
     cmd = Command(
-        op=op, command_id=command_id, user_id=user_id, payload=payload, at=datetime.now(UTC)
+        op=op,
+        command_id=command_id,
+        tenant_id=tenant,
+        user_id=user_id,
+        payload=payload,
+        at=datetime.now(UTC),
     )
     if op in SEALED_COMMAND_OPS:  # the user's words travel sealed with the user's key
-        sealed = seal_payload(svc.memories.cipher, user_id, payload)
+        sealed = seal_payload(svc.memories.cipher, user_id, payload, tenant)
         cmd = cmd.model_copy(update={"payload": {}, "sealed": sealed})
     bus = svc.stores.kafka
     try:
         bus.produce_json(bus.topic(TOPIC_COMMANDS), str(user_id), cmd.model_dump(mode="json"))
-        result = await asyncio.to_thread(_wait, svc, command_id, timeout_s)
+        result = await asyncio.to_thread(_wait, svc, cmd.result_id, timeout_s)
     except Exception as exc:
         if not is_outage(exc):
             raise
@@ -57,9 +65,9 @@ async def run_command(
     return result.get("data")
 
 
-def _wait(svc: Services, command_id: str, timeout_s: float) -> dict | None:
+def _wait(svc: Services, result_id: str, timeout_s: float) -> dict | None:
     client = svc.stores.redis.client
-    key = result_key(command_id)
+    key = result_key(result_id)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         got = client.blpop([key], timeout=0.3)  # under the socket timeout of the client

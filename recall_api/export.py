@@ -2,7 +2,9 @@
 
 The file holds one ``{"type": "memory", ...}`` line per memory (as user/list shows it,
 deleted ones included) and one ``{"type": "change", ...}`` line per change-log row (as
-change_log shows it). It is served through a signed link that expires.
+change_log shows it), each with its ``tenant_id``. It is served through a signed link that
+expires. An export belongs to its tenant (``tenant_id`` in its Redis record): another
+tenant's key does not see its status; the random export id and the signed link name it.
 
 At rest the file is sealed line by line with the user's data key
 (``<data_dir>/exports/<tenant>/<user_id>/<export_id>.jsonl.sealed``, one ``v2:`` blob a
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from recall_api.services import Services
-from sinks.keyring import DEFAULT_TENANT
+from schemas.tenants import DEFAULT_TENANT
 
 log = logging.getLogger(__name__)
 TTL_S = 24 * 3600
@@ -38,16 +40,24 @@ def _key(export_id: str) -> str:
     return f"export:{export_id}"
 
 
-def start_export(svc: Services, user_id: int) -> str:
+def start_export(svc: Services, user_id: int, tenant: str) -> str:
     sweep(svc)
     export_id = f"x_{uuid.uuid4().hex}"
     svc.stores.redis.client.hset(
         _key(export_id),
-        mapping={"status": "running", "user_id": user_id, "created_at": time.time()},
+        mapping={
+            "status": "running",
+            "tenant_id": tenant,
+            "user_id": user_id,
+            "created_at": time.time(),
+        },
     )
     svc.stores.redis.client.expire(_key(export_id), TTL_S)
     threading.Thread(
-        target=_run, args=(svc, export_id, user_id), daemon=True, name=f"export-{export_id}"
+        target=_run,
+        args=(svc, export_id, user_id, tenant),
+        daemon=True,
+        name=f"export-{export_id}",
     ).start()
     return export_id
 
@@ -56,29 +66,31 @@ def export_dir(svc: Services) -> Path:
     return svc.settings.data_path / "exports"
 
 
-def user_dir(svc: Services, user_id: int, tenant: str = DEFAULT_TENANT) -> Path:
+def user_dir(svc: Services, user_id: int, tenant: str) -> Path:
     return export_dir(svc) / tenant / str(user_id)
 
 
-def export_path(svc: Services, export_id: str, user_id: int) -> Path:
-    return user_dir(svc, user_id) / f"{export_id}{SUFFIX}"
+def export_path(svc: Services, export_id: str, user_id: int, tenant: str) -> Path:
+    return user_dir(svc, user_id, tenant) / f"{export_id}{SUFFIX}"
 
 
-def _run(svc: Services, export_id: str, user_id: int) -> None:
+def _run(svc: Services, export_id: str, user_id: int, tenant: str) -> None:
     redis = svc.stores.redis.client
     keys = svc.memories.cipher
     try:
-        path = export_path(svc, export_id, user_id)
+        path = export_path(svc, export_id, user_id, tenant)
         path.parent.mkdir(parents=True, exist_ok=True)
-        memories = sorted(svc.memories.load(user_id), key=lambda r: (r.created_at, r.memory_id))
-        changes, _ = svc.changelog.query(user_id, limit=1_000_000)
-        lines = [{"type": "memory", **m.public()} for m in memories]
-        lines += [{"type": "change", **c.public()} for c in changes]
+        memories = sorted(
+            svc.memories.load(user_id, tenant=tenant), key=lambda r: (r.created_at, r.memory_id)
+        )
+        changes, _ = svc.changelog.query(user_id, tenant=tenant, limit=1_000_000)
+        lines = [{"type": "memory", "tenant_id": tenant, **m.public()} for m in memories]
+        lines += [{"type": "change", "tenant_id": tenant, **c.public()} for c in changes]
         tmp = path.with_suffix(".part")
         with tmp.open("w", encoding="ascii") as f:
             for line in lines:
                 text = json.dumps(line, ensure_ascii=False, default=str)
-                f.write(keys.encrypt(user_id, text) + "\n")
+                f.write(keys.encrypt(user_id, text, tenant) + "\n")
         tmp.replace(path)
         redis.hset(
             _key(export_id),
@@ -93,33 +105,42 @@ def _run(svc: Services, export_id: str, user_id: int) -> None:
         redis.hset(_key(export_id), mapping={"status": "failed", "reason": str(exc)[:500]})
 
 
-def status(svc: Services, export_id: str) -> dict[str, Any] | None:
+def status(svc: Services, export_id: str, tenant: str | None) -> dict[str, Any] | None:
+    """The export's record; None when unknown or another tenant's (``tenant`` None: the
+    signed download, whose link names the export)."""
     raw = svc.stores.redis.client.hgetall(_key(export_id))
-    return dict(raw) if raw else None
+    if not raw:
+        return None
+    found = dict(raw)
+    found.setdefault("tenant_id", DEFAULT_TENANT)  # made before tenants
+    if tenant is not None and found["tenant_id"] != tenant:
+        return None
+    return found
 
 
-def file_of(svc: Services, export_id: str) -> tuple[Path, int] | None:
-    """The sealed file of an export and its user, while it exists and has not expired."""
-    found = status(svc, export_id)
+def file_of(svc: Services, export_id: str) -> tuple[Path, int, str] | None:
+    """The sealed file of an export, its user and tenant, while it exists and has not
+    expired."""
+    found = status(svc, export_id, None)
     if not found or "user_id" not in found:
         return None
-    user_id = int(found["user_id"])
-    path = export_path(svc, export_id, user_id)
+    user_id, tenant = int(found["user_id"]), found["tenant_id"]
+    path = export_path(svc, export_id, user_id, tenant)
     if not path.exists() or expires_at(path) < time.time():
         return None
-    return path, user_id
+    return path, user_id, tenant
 
 
 def expires_at(path: Path) -> float:
     return path.stat().st_mtime + TTL_S
 
 
-def read_lines(svc: Services, path: Path, user_id: int) -> Iterator[bytes]:
+def read_lines(svc: Services, path: Path, user_id: int, tenant: str) -> Iterator[bytes]:
     """The plaintext JSONL of a sealed export file (a destroyed key ends it empty)."""
     keys = svc.memories.cipher
     with path.open(encoding="ascii") as f:
         for blob in f:
-            text = keys.open(user_id, blob.strip())
+            text = keys.open(user_id, blob.strip(), tenant)
             if text:
                 yield (text + "\n").encode("utf-8")
 
@@ -156,7 +177,7 @@ def start_sweeper(svc: Services) -> None:
     threading.Thread(target=loop, daemon=True, name="export-sweeper").start()
 
 
-def delete_user_exports(svc: Services, user_id: int, tenant: str = DEFAULT_TENANT) -> int:
+def delete_user_exports(svc: Services, user_id: int, tenant: str) -> int:
     """A purge: every export file of the user goes (finished or being written)."""
     folder = user_dir(svc, user_id, tenant)
     n = len(list(folder.glob("*"))) if folder.exists() else 0

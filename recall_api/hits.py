@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from prometheus_client import Counter
 
 from schemas.events import TOPIC_RECALL_HITS, RecallHits
+from schemas.tenants import DEFAULT_TENANT
 from sinks.kafka import KafkaBus
 
 log = logging.getLogger(__name__)
@@ -32,15 +33,26 @@ class HitPublisher:
         self.bus = bus
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="recall-hits")
 
-    def submit(self, user_id: int, memory_ids: Sequence[str]) -> None:
+    def submit(self, user_id: int, memory_ids: Sequence[str], tenant: str) -> None:
         """Publish later, off the caller's thread; never raises, never blocks."""
         if memory_ids:
-            self._thread.submit(self.publish, user_id, list(memory_ids), datetime.now(UTC))
+            self._thread.submit(self.publish, user_id, list(memory_ids), datetime.now(UTC), tenant)
 
-    def publish(self, user_id: int, memory_ids: Sequence[str], at: datetime | None = None) -> None:
+    def publish(
+        self,
+        user_id: int,
+        memory_ids: Sequence[str],
+        at: datetime | None = None,
+        tenant: str = DEFAULT_TENANT,
+    ) -> None:
         if not memory_ids:
             return
-        event = RecallHits(user_id=user_id, memory_ids=list(memory_ids), at=at or datetime.now(UTC))
+        event = RecallHits(
+            user_id=user_id,
+            memory_ids=list(memory_ids),
+            at=at or datetime.now(UTC),
+            tenant_id=tenant,
+        )
         try:
             self.bus.produce_json(
                 self.bus.topic(TOPIC_RECALL_HITS), str(user_id), event.model_dump(mode="json")

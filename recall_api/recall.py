@@ -43,6 +43,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -114,7 +115,8 @@ class Recaller:
 
     def _run(self, p: RecallParams, call: Deadline) -> list[Hit]:
         call.check()
-        pred = resolve_scope(p.scope, self.svc.switches.get(p.scope.user_id))
+        scope = p.scope
+        pred = resolve_scope(scope, self.svc.switches.get(scope.user_id, tenant=scope.tenant_id))
         if pred.is_empty:
             return []
         s = self.svc.settings.for_app(p.scope.app_id)
@@ -142,10 +144,10 @@ class Recaller:
         limit: int,
         call: Deadline,
     ) -> Gathered:
-        user = p.scope.user_id
-        idx = self.svc.cache.peek(user)  # (an empty UserIndex is falsy: test for None)
+        user, tenant = p.scope.user_id, p.scope.tenant_id
+        idx = self.svc.cache.peek(user, tenant=tenant)  # (an empty UserIndex is falsy)
         if idx is None:
-            idx = self.breaker.call(call, self.svc.cache.get, user)
+            idx = self.breaker.call(call, partial(self.svc.cache.get, tenant=tenant), user)
         call.check()
         dense: dict[str, float] = {}
         lexical: dict[str, float] = {}
@@ -168,10 +170,10 @@ class Recaller:
         limit: int,
         call: Deadline,
     ) -> Gathered:
-        user = p.scope.user_id
-        entry = self.cold.peek(user)
+        user, tenant = p.scope.user_id, p.scope.tenant_id
+        entry = self.cold.peek(user, tenant=tenant)
         if entry is None:
-            entry = self.breaker.call(call, self.cold.get, user)
+            entry = self.breaker.call(call, partial(self.cold.get, tenant=tenant), user)
         call.check()
         found = None
         if qvec is not None:
@@ -179,7 +181,9 @@ class Recaller:
                 call,
                 self.svc.stores.milvus.search,
                 [qvec.tolist()],
-                pred.milvus_expr(lambda text: self.svc.memories.cipher.blind_all(user, text)),
+                pred.milvus_expr(
+                    lambda text: self.svc.memories.cipher.blind_all(user, text, tenant)
+                ),
                 limit,
                 ["memory_id"],
                 max(call.remaining(), 0.001),

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas.enums import Level, MemType, Ownership
 from schemas.limits import CustomTags, UserId
+from schemas.tenants import DEFAULT_TENANT, TenantId, scoped
 
 COMMAND_VERSION = 1
 
@@ -41,6 +42,7 @@ class Command(BaseModel):
     v: int = COMMAND_VERSION
     op: str
     command_id: str = Field(min_length=1, max_length=128)
+    tenant_id: TenantId = DEFAULT_TENANT  # absent: the default tenant
     user_id: UserId
     payload: dict[str, Any] = Field(default_factory=dict)
     at: datetime | None = None
@@ -49,16 +51,24 @@ class Command(BaseModel):
     sealed: str | None = None
 
     @classmethod
-    def new(cls, op: str, id_prefix: str, user_id: int, payload: BaseModel) -> Command:
+    def new(cls, op: str, id_prefix: str, user_id: int, payload: BaseModel, tenant: str) -> Command:
         """A command with a unique id (``<prefix>_<hex>``, so results never mix), sent now."""
         return cls(
             op=op,
             command_id=f"{id_prefix}_{uuid.uuid4().hex}",
+            tenant_id=tenant,
             user_id=int(user_id),  # a numpy id from a store query is one too (strict field)
             payload=payload.model_dump(mode="json"),
             at=datetime.now(UTC),
         )
 
+    @property
+    def result_id(self) -> str:
+        """Where its result goes (``result_key``): command ids are the callers' request
+        ids, so two tenants may pick the same one."""
+        return scoped(self.tenant_id, self.command_id)
 
-def result_key(command_id: str) -> str:
-    return f"cmdres:{command_id}"
+
+def result_key(result_id: str) -> str:
+    """The Redis list the writer pushes a command's result to (``Command.result_id``)."""
+    return f"cmdres:{result_id}"

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.enums import Evolution, Level, Ownership, Role
 from schemas.limits import UINT64_MAX, CustomTags, UserId  # noqa: F401  (UINT64_MAX re-exported)
+from schemas.tenants import DEFAULT_TENANT, TenantId
 
 
 class Frozen(BaseModel):
@@ -38,6 +39,7 @@ class ConversationEvent(Frozen):
     """Value of `memory.conversations`; the API's `add` produces exactly this."""
 
     task_id: str | None = Field(default=None, min_length=1, max_length=128)
+    tenant_id: TenantId = DEFAULT_TENANT  # absent: the default tenant
     user_id: UserId
     app_id: str | None = Field(default=None, min_length=1, max_length=128)
     session_id: str | None = Field(default=None, max_length=128)
@@ -46,6 +48,11 @@ class ConversationEvent(Frozen):
     messages: list[Message] = Field(min_length=1)
     strategy: Strategy | None = None
     ts: datetime | None = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # an event pickled into a window snapshot before tenants: the default tenant's
+        state.get("__dict__", {}).setdefault("tenant_id", DEFAULT_TENANT)
+        super().__setstate__(state)
 
     @model_validator(mode="after")
     def _default_level(self) -> ConversationEvent:
@@ -65,6 +72,7 @@ class RecallHits(Frozen):
     user_id: UserId
     memory_ids: list[str]
     at: datetime
+    tenant_id: TenantId = DEFAULT_TENANT
 
 
 class ChangeEvent(Frozen):
@@ -78,6 +86,7 @@ class ChangeEvent(Frozen):
     change_id: str | None = None
     task_id: str | None = None
     origin: str | None = None  # the writer (MemoryStore) that applied it
+    tenant_id: TenantId = DEFAULT_TENANT
 
 
 TOPIC_CONVERSATIONS = "memory.conversations"

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+from schemas.tenants import DEFAULT_TENANT
 
 
 @dataclass(slots=True)
@@ -47,6 +48,7 @@ class MemoryRecord:
     source_msg_ids: list[str] = field(default_factory=list)
     custom_tags: dict[str, Any] = field(default_factory=dict)
     version: int = 0
+    tenant_id: str = DEFAULT_TENANT  # with user_id, the person (schemas.tenants)
 
     @property
     def vector_ref(self) -> str:
@@ -112,6 +114,7 @@ class ChangeRecord:
     reason: str = ""
     task_id: str = ""
     sanitized: bool = False
+    tenant_id: str = DEFAULT_TENANT
 
     def public(self) -> dict[str, Any]:
         return {

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 4  # 2: memories.source_msg_ids; 3: store_meta; 4: data_keys
+SCHEMA_VERSION = 5  # 2: memories.source_msg_ids; 3: store_meta; 4: data_keys; 5: tenant_id
 
 MEMORY_COLUMNS: tuple[str, ...] = (
-    "memory_id", "user_id", "app_id", "session_id", "level", "ownership", "mem_type",
+    "tenant_id", "memory_id", "user_id", "app_id", "session_id", "level", "ownership", "mem_type",
     "content", "content_hash", "weight", "weight_at", "status", "is_important",
     "recall_count", "created_at", "updated_at", "last_recalled_at", "expire_at",
     "archived_at", "deleted_at", "valid_at", "invalid_at", "superseded_by",
@@ -20,17 +20,43 @@ MEMORY_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 CHANGELOG_COLUMNS: tuple[str, ...] = (
-    "change_id", "memory_id", "user_id", "app_id", "level", "op_type", "content_before",
+    "tenant_id", "change_id", "memory_id", "user_id", "app_id", "level", "op_type", "content_before",
     "content_after", "reason", "op_source", "op_time", "task_id", "sanitized",
 )  # fmt: skip
 
 
+TENANT_COLUMN = "tenant_id LowCardinality(String) DEFAULT 'default'"
+SETTINGS_TABLE = "memory_settings"
+TENANT_TABLES = ("memories", "memory_changelog", "memory_settings", "data_keys")
+
+
+def settings_ddl(db: str, table: str = SETTINGS_TABLE) -> str:
+    """Switch rows, one per (tenant, user, app): the tenant is part of the replacing key."""
+    return f"""CREATE TABLE IF NOT EXISTS {db}.{table} (
+            {TENANT_COLUMN},
+            user_id UInt64,
+            app_id String,
+            enabled UInt8,
+            updated_at DateTime64(3, 'UTC'),
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (tenant_id, user_id, app_id)"""
+
+
 def clickhouse_ddl(db: str) -> list[str]:
-    """Statements that create the database and its tables; each is idempotent."""
+    """Statements that create the database and its tables; each is idempotent.
+
+    v4 → v5 (tenants): ``memories`` and ``memory_changelog`` gain ``tenant_id`` (old rows
+    read ``default``). Their replacing keys stay ``(user_id, memory_id)`` and
+    ``(user_id, change_id)``: a memory id is derived with its tenant (``schemas.tenants.
+    id_parts``), so no two tenants share one. ``memory_settings`` has no such id: its key
+    must hold the tenant, so an old table is rebuilt (``ClickHouseStore._migrate_settings``).
+    """
     ts = "DateTime64(3, 'UTC')"
     return [
         f"CREATE DATABASE IF NOT EXISTS {db}",
         f"""CREATE TABLE IF NOT EXISTS {db}.memories (
+            {TENANT_COLUMN},
             memory_id String,
             user_id UInt64,
             app_id Nullable(String),
@@ -65,7 +91,9 @@ def clickhouse_ddl(db: str) -> list[str]:
         # v1 → v2: a store made before consolidation gains the column (idempotent).
         f"ALTER TABLE {db}.memories ADD COLUMN IF NOT EXISTS source_msg_ids Array(String) "
         "AFTER source_msg_id",
+        f"ALTER TABLE {db}.memories ADD COLUMN IF NOT EXISTS {TENANT_COLUMN} FIRST",
         f"""CREATE TABLE IF NOT EXISTS {db}.memory_changelog (
+            {TENANT_COLUMN},
             change_id String,
             memory_id String,
             user_id UInt64,
@@ -82,14 +110,8 @@ def clickhouse_ddl(db: str) -> list[str]:
         ) ENGINE = ReplacingMergeTree
         PARTITION BY toYYYYMM(op_time)
         ORDER BY (user_id, change_id)""",
-        f"""CREATE TABLE IF NOT EXISTS {db}.memory_settings (
-            user_id UInt64,
-            app_id String,
-            enabled UInt8,
-            updated_at {ts},
-            version UInt64
-        ) ENGINE = ReplacingMergeTree(version)
-        ORDER BY (user_id, app_id)""",
+        f"ALTER TABLE {db}.memory_changelog ADD COLUMN IF NOT EXISTS {TENANT_COLUMN} FIRST",
+        settings_ddl(db),
         # v2 → v3: facts about the store itself, key → JSON value (the embedding model
         # that made the vectors of a Milvus collection, a re-embed checkpoint); see
         # sinks/store_model.py. An empty value is a deleted key.
@@ -137,6 +159,7 @@ def milvus_fields(dim: int) -> list[MilvusField]:
     return [
         MilvusField("memory_id", "VARCHAR", 64, primary=True),
         MilvusField("user_id", "VARCHAR", 24, partition_key=True),
+        MilvusField("tenant_id", "VARCHAR", 64),
         MilvusField("vector", "FLOAT_VECTOR", dim),
         MilvusField("app_id", "VARCHAR", 128),
         MilvusField("session_id", "VARCHAR", 128),
@@ -151,4 +174,4 @@ def milvus_fields(dim: int) -> list[MilvusField]:
     ]
 
 
-MILVUS_SCALAR_INDEXES = ("status", "app_id", "level")
+MILVUS_SCALAR_INDEXES = ("status", "app_id", "level", "tenant_id")

@@ -25,6 +25,7 @@ class ChangeLog:
         self,
         user_id: int,
         *,
+        tenant: str,
         memory_ids: Iterable[str] | None = None,
         app_id: str | None = None,
         level: Level | None = None,
@@ -38,8 +39,8 @@ class ChangeLog:
         """One page, oldest first, and the total count of rows that match.
 
         ``visible_apps`` (an app key's apps): only rows of those apps and GLOBAL rows."""
-        where = ["user_id = {u:UInt64}"]
-        params: dict[str, Any] = {"u": user_id, "lim": limit, "off": offset}
+        where = ["tenant_id = {t:String}", "user_id = {u:UInt64}"]
+        params: dict[str, Any] = {"t": tenant, "u": user_id, "lim": limit, "off": offset}
         if memory_ids is not None:
             params["ids"] = list(memory_ids)
             where.append("memory_id IN {ids:Array(String)}")
@@ -72,21 +73,22 @@ class ChangeLog:
         return [self._record(r) for r in rows], int(total)
 
     def _record(self, r: dict[str, Any]) -> ChangeRecord:
-        sanitized, u = bool(r["sanitized"]), int(r["user_id"])
+        sanitized, u, t = bool(r["sanitized"]), int(r["user_id"]), str(r["tenant_id"])
         op_time = r["op_time"]
         op_time = op_time.replace(tzinfo=UTC) if op_time.tzinfo is None else op_time
         return ChangeRecord(
             change_id=r["change_id"],
             memory_id=r["memory_id"],
             user_id=u,
+            tenant_id=t,
             op_type=OpType(r["op_type"]),
             op_time=op_time,
             op_source=OpSource(r["op_source"]),
             app_id=r["app_id"],
             level=Level(r["level"]),
             # a purged user's rows read as empty (their data key is destroyed)
-            content_before="" if sanitized else self.cipher.open(u, r["content_before"]),
-            content_after="" if sanitized else self.cipher.open(u, r["content_after"]),
+            content_before="" if sanitized else self.cipher.open(u, r["content_before"], t),
+            content_after="" if sanitized else self.cipher.open(u, r["content_after"], t),
             reason=r["reason"],
             task_id=r["task_id"],
             sanitized=sanitized,

@@ -16,7 +16,14 @@ from urllib.parse import parse_qs, urlparse
 
 import clickhouse_connect
 
-from schemas.storage import SCHEMA_VERSION, clickhouse_ddl
+from schemas.storage import (
+    SCHEMA_VERSION,
+    SETTINGS_TABLE,
+    TENANT_TABLES,
+    clickhouse_ddl,
+    settings_ddl,
+)
+from schemas.tenants import check_tenant
 from sinks.errors import SchemaMismatch, StoreUnavailable
 
 _EMBEDDED: dict[str, Any] = {}
@@ -93,6 +100,7 @@ class ClickHouseStore:
         self.connect()
         for stmt in clickhouse_ddl(self.database):
             self.command(stmt)
+        self._migrate_settings()
         found = self.query(f"SELECT max(version) FROM {self.database}.schema_migrations")
         current = int(found[0][0] or 0) if found else 0
         if current > SCHEMA_VERSION:
@@ -105,6 +113,29 @@ class ClickHouseStore:
                 [[SCHEMA_VERSION, datetime.now(UTC)]],
                 ["version", "applied_at"],
             )
+
+    def _migrate_settings(self) -> None:
+        """v4 → v5: rebuild a ``memory_settings`` whose replacing key lacks the tenant (a
+        key cannot gain a column that has a default). Rows move to tenant ``default``; the
+        tables are swapped in one step, so a crash leaves the old or the new one."""
+        db, old, new = self.database, SETTINGS_TABLE, f"{SETTINGS_TABLE}_v5"
+        cols = {
+            r[0]
+            for r in self.query(
+                "SELECT name FROM system.columns WHERE database = {d:String} AND table = {t:String}",
+                {"d": db, "t": old},
+            )
+        }
+        if "tenant_id" not in cols:
+            self.command(f"DROP TABLE IF EXISTS {db}.{new}")
+            self.command(settings_ddl(db, new))
+            self.command(
+                f"INSERT INTO {db}.{new} (tenant_id, user_id, app_id, enabled, updated_at, "
+                f"version) SELECT 'default', user_id, app_id, enabled, updated_at, version "
+                f"FROM {db}.{old}"
+            )
+            self.command(f"EXCHANGE TABLES {db}.{old} AND {db}.{new}")
+        self.command(f"DROP TABLE IF EXISTS {db}.{new}")
 
     def schema_version(self) -> int:
         rows = self.query(f"SELECT max(version) FROM {self.database}.schema_migrations")
@@ -137,18 +168,28 @@ class ClickHouseStore:
             result = client.query(sql, parameters=parameters)
         return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
 
-    def query_readonly(self, sql: str, max_rows: int = 10_000) -> tuple[list[str], list[tuple]]:
+    def query_readonly(
+        self, sql: str, max_rows: int = 10_000, tenant: str | None = None
+    ) -> tuple[list[str], list[tuple]]:
         """An analyst's query, made harmless twice over.
 
         The text is wrapped as a subquery, so anything but a single SELECT is a syntax
         error, and runs with a query-level ``SETTINGS readonly = 1``. (Client-level
         settings are not used: chDB keeps them for the whole shared session, which
-        would turn every later write of the process read-only.)
+        would turn every later write of the process read-only.) ``tenant``: every table
+        that holds ``tenant_id`` shows that tenant's rows only (``additional_table_filters``;
+        under ``readonly`` the query cannot change that setting).
         """
         body = sql.strip().rstrip(";")
         if ";" in body:
             raise ValueError("one statement at a time")
-        wrapped = f"SELECT * FROM ({body}) LIMIT {int(max_rows)} SETTINGS readonly = 1"
+        settings = "readonly = 1"
+        if tenant is not None:
+            check_tenant(tenant)  # the charset cannot break out of the quoted literal
+            cond = f"tenant_id = \\'{tenant}\\'"
+            filters = ", ".join(f"'{self.database}.{t}': '{cond}'" for t in TENANT_TABLES)
+            settings += f", additional_table_filters = {{{filters}}}"
+        wrapped = f"SELECT * FROM ({body}) LIMIT {int(max_rows)} SETTINGS {settings}"
         client = self._require()
         with self._lock:
             result = client.query(wrapped)

@@ -16,6 +16,7 @@ from typing import Any
 
 from core.user_index import UserIndex
 from schemas.enums import Status
+from schemas.tenants import UserKey
 from sinks.memory_store import MemoryStore, WriteBatch
 
 
@@ -24,11 +25,12 @@ class HotCache:
         self.store = store
         self.dim = dim
         self.budget = budget_bytes
-        self._users: OrderedDict[int, UserIndex] = OrderedDict()
+        # keyed by (tenant, user): user 42 of two tenants is two people
+        self._users: OrderedDict[UserKey, UserIndex] = OrderedDict()
         self._lock = threading.Lock()
-        self._loading: dict[int, threading.Lock] = {}
-        self._stale: set[int] = set()  # invalidated while a load was in flight
-        self._warming: set[int] = set()
+        self._loading: dict[UserKey, threading.Lock] = {}
+        self._stale: set[UserKey] = set()  # invalidated while a load was in flight
+        self._warming: set[UserKey] = set()
         self.hits = 0
         self.misses = 0
         self.load_ms: deque[float] = deque(maxlen=100_000)  # recent cold loads (get), ms
@@ -43,62 +45,72 @@ class HotCache:
     def __len__(self) -> int:
         return len(self._users)
 
-    def peek(self, user_id: int) -> UserIndex | None:
+    def peek(self, user_id: int, *, tenant: str) -> UserIndex | None:
+        return self._peek(UserKey(tenant, user_id))
+
+    def _peek(self, key: UserKey) -> UserIndex | None:
         with self._lock:
-            idx = self._users.get(user_id)
+            idx = self._users.get(key)
             if idx is not None:
-                self._users.move_to_end(user_id)
+                self._users.move_to_end(key)
             return idx
 
-    def get(self, user_id: int) -> UserIndex:
+    def get(self, user_id: int, *, tenant: str) -> UserIndex:
         """The user's index, loading it from the stores on a miss (one loader per user)."""
-        idx = self.peek(user_id)
+        key = UserKey(tenant, user_id)
+        idx = self._peek(key)
         if idx is not None:
             self.hits += 1
             return idx
         with self._lock:
-            loader = self._loading.setdefault(user_id, threading.Lock())
+            loader = self._loading.setdefault(key, threading.Lock())
         with loader:
-            idx = self.peek(user_id)
+            idx = self._peek(key)
             if idx is None:
                 self.misses += 1
                 started = time.perf_counter()
-                idx = self._load(user_id)
+                idx = self._load_many([key])[key]
                 self.load_ms.append((time.perf_counter() - started) * 1000)
                 with self._lock:
-                    if self._keep(user_id):
-                        self._users[user_id] = idx
+                    if self._keep(key):
+                        self._users[key] = idx
                         self._evict()
         with self._lock:
-            self._loading.pop(user_id, None)
+            self._loading.pop(key, None)
         return idx
 
-    def _load(self, user_id: int) -> UserIndex:
-        return self._load_many([user_id])[user_id]
+    def _load_many(self, keys: list[UserKey]) -> dict[UserKey, UserIndex]:
+        """Indexes for several users: per tenant, one ClickHouse query and one Milvus read."""
+        tenants: dict[str, list[int]] = {}
+        for k in keys:
+            tenants.setdefault(k.tenant, []).append(k.user_id)
+        out: dict[UserKey, UserIndex] = {}
+        for tenant, user_ids in tenants.items():
+            out.update(self._load_tenant(tenant, user_ids))
+        return out
 
-    def _load_many(self, user_ids: list[int]) -> dict[int, UserIndex]:
-        """Indexes for several users with one ClickHouse query and one Milvus read."""
-        records = self.store.load_many(user_ids, statuses=[Status.ACTIVE])
+    def _load_tenant(self, tenant: str, user_ids: list[int]) -> dict[UserKey, UserIndex]:
+        records = self.store.load_many(user_ids, statuses=[Status.ACTIVE], tenant=tenant)
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
-        dormant = self.store.archived_hashes(user_ids)
+        dormant = self.store.archived_hashes(user_ids, tenant=tenant)
         by_user: dict[int, list] = {u: [] for u in user_ids}
         for r in records:
             by_user[r.user_id].append(r)
         out = {}
         for user_id, recs in by_user.items():
-            idx = UserIndex(user_id, self.dim, capacity=max(64, len(recs)))
+            idx = UserIndex(user_id, self.dim, capacity=max(64, len(recs)), tenant=tenant)
             idx.dormant = dormant.get(user_id, {})
             for r in recs:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair
                     idx.upsert(r, vec)
-            out[user_id] = idx
+            out[UserKey(tenant, user_id)] = idx
         return out
 
-    def warm(self, user_ids: list[int]) -> None:
+    def warm(self, keys: list[UserKey]) -> None:
         """Load every user not cached yet in one round trip per store (batch prefetch)."""
         with self._lock:
-            missing = sorted({u for u in user_ids if u not in self._users})
+            missing = sorted({UserKey(*k) for k in keys if k not in self._users})
             self._warming.update(missing)
         if not missing:
             return
@@ -110,15 +122,15 @@ class HotCache:
             raise
         with self._lock:  # one block: an invalidation cannot slip between the two steps
             self._warming.difference_update(missing)
-            for user_id, idx in loaded.items():
-                if self._keep(user_id):
-                    self._users.setdefault(user_id, idx)
+            for key, idx in loaded.items():
+                if self._keep(key):
+                    self._users.setdefault(key, idx)
             self._evict()
 
-    def _keep(self, user_id: int) -> bool:
+    def _keep(self, key: UserKey) -> bool:
         """Under the lock, after a load: False (and forgotten) if it went stale meanwhile."""
-        if user_id in self._stale:
-            self._stale.discard(user_id)
+        if key in self._stale:
+            self._stale.discard(key)
             return False
         return True
 
@@ -134,14 +146,15 @@ class HotCache:
             self._users.clear()
             self._stale.update(self._loading, self._warming)
 
-    def invalidate(self, user_id: int) -> None:
+    def invalidate(self, user_id: int, *, tenant: str) -> None:
         """Drop the user; a load of theirs in flight is served once but not kept."""
+        key = UserKey(tenant, user_id)
         with self._lock:
-            self._users.pop(user_id, None)
-            if user_id in self._loading or user_id in self._warming:
-                self._stale.add(user_id)
+            self._users.pop(key, None)
+            if key in self._loading or key in self._warming:
+                self._stale.add(key)
 
-    def refresh(self, user_id: int, memory_id: str, fields: dict[str, Any]) -> bool:
+    def refresh(self, user_id: int, memory_id: str, fields: dict[str, Any], *, tenant: str) -> bool:
         """Patch a held memory's weight fields in place; False when that cannot be done.
 
         For followers of ``memory.changes``: weight recovery changes neither text nor
@@ -150,7 +163,7 @@ class HotCache:
         the memory is not held) the answer is False and the caller reloads the user.
         Weights that would move the record back in time (a late event) are ignored.
         """
-        idx = self.peek(user_id)
+        idx = self.peek(user_id, tenant=tenant)
         if idx is None:
             return True  # nothing held: the next load reads the stores
         weights = {k: v for k, v in fields.items() if k not in ("status", "content_hash")}
@@ -168,11 +181,11 @@ class HotCache:
 
     def apply(self, batch: WriteBatch) -> None:
         """Write listener: mirror an applied batch into the users we hold."""
-        touched = {m.user_id for m in batch.memories}
+        touched = {UserKey(m.tenant_id, m.user_id) for m in batch.memories}
         with self._lock:  # a load in flight may have read the stores before this write
             self._stale.update(u for u in touched if u in self._loading or u in self._warming)
         for m in batch.memories:
-            idx = self.peek(m.user_id)
+            idx = self.peek(m.user_id, tenant=m.tenant_id)
             if idx is None:
                 continue
             with idx.lock:
@@ -180,7 +193,8 @@ class HotCache:
                 vec = batch.vectors.get(m.memory_id)
                 if m.status is Status.ACTIVE and m.invalid_at is None:
                     if vec is None and m.memory_id not in idx:
-                        self.invalidate(m.user_id)  # e.g. a restore: reload with its vector
+                        # e.g. a restore: reload with its vector
+                        self.invalidate(m.user_id, tenant=m.tenant_id)
                         continue
                     idx.upsert(m, vec)
                 else:

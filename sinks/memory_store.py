@@ -34,6 +34,7 @@ from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
 from schemas.memory import ChangeRecord, MemoryRecord, tags_json
 from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
+from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable
 from sinks.keyring import KeyRing
@@ -57,7 +58,7 @@ class WriteBatch:
     purge_ids: list[str] = field(default_factory=list)  # physical purge (lifecycle)
     # users whose data key is destroyed before this batch is sealed (a whole-user purge,
     # in the writer's order: whatever that user wrote earlier becomes unreadable)
-    shred_users: list[int] = field(default_factory=list)
+    shred_users: list[UserKey] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -98,11 +99,13 @@ class MemoryStore:
     def write(self, batch: WriteBatch) -> None:
         if not batch:
             return
-        for user_id in sorted(set(batch.shred_users)):
-            self.cipher.destroy(user_id)  # before anything of this batch is sealed
-        self.cipher.prefetch(
-            {m.user_id for m in batch.memories} | {c.user_id for c in batch.changes}
-        )
+        for tenant, user_id in sorted(set(batch.shred_users)):
+            self.cipher.destroy(user_id, tenant)  # before anything of this batch is sealed
+        by_tenant: dict[str, set[int]] = {}
+        for r in [*batch.memories, *batch.changes]:
+            by_tenant.setdefault(r.tenant_id, set()).add(r.user_id)
+        for tenant, users in by_tenant.items():
+            self.cipher.prefetch(users, tenant)
         version = time.time_ns()
         ch = self.stores.clickhouse
         ch.insert("memories", [self._row(m, version) for m in batch.memories], MEMORY_COLUMNS)
@@ -173,6 +176,7 @@ class MemoryStore:
                 "op": str(c.op_type),
                 "memory_id": c.memory_id,
                 "user_id": c.user_id,
+                "tenant_id": c.tenant_id,
                 "scope": {"level": str(c.level), "app_id": c.app_id},
                 "at": c.op_time.isoformat(),
                 "change_id": c.change_id,
@@ -191,6 +195,7 @@ class MemoryStore:
                 "op": REFRESH_OP,
                 "memory_id": m.memory_id,
                 "user_id": m.user_id,
+                "tenant_id": m.tenant_id,
                 "scope": {"level": str(m.level), "app_id": m.app_id},
                 "at": m.updated_at.isoformat(),
                 "origin": self.origin,
@@ -215,12 +220,16 @@ class MemoryStore:
 
     def blind_tags(self, m: MemoryRecord) -> dict[str, str]:
         """The Milvus ``tags`` of a memory: blind-index tokens, never the tags."""
-        return blind_tags(self.cipher, m.user_id, m.custom_tags)
+        return blind_tags(self.cipher, m.user_id, m.custom_tags, m.tenant_id)
 
     def _row(self, m: MemoryRecord, version: int) -> list[Any]:
-        seal = self.cipher.encrypt
-        u = m.user_id
+        u, t = m.user_id, m.tenant_id
+
+        def seal(_u: int, text: str) -> str:
+            return self.cipher.encrypt(u, text, t)
+
         values = {
+            "tenant_id": t,
             "memory_id": m.memory_id,
             "user_id": m.user_id,
             "app_id": m.app_id,
@@ -254,16 +263,17 @@ class MemoryStore:
         return [values[c] for c in MEMORY_COLUMNS]
 
     def _change_row(self, c: ChangeRecord) -> list[Any]:
-        u = c.user_id
+        u, t = c.user_id, c.tenant_id
         values = {
+            "tenant_id": t,
             "change_id": c.change_id,
             "memory_id": c.memory_id,
             "user_id": c.user_id,
             "app_id": c.app_id,
             "level": str(c.level),
             "op_type": str(c.op_type),
-            "content_before": "" if c.sanitized else self.cipher.encrypt(u, c.content_before),
-            "content_after": "" if c.sanitized else self.cipher.encrypt(u, c.content_after),
+            "content_before": "" if c.sanitized else self.cipher.encrypt(u, c.content_before, t),
+            "content_after": "" if c.sanitized else self.cipher.encrypt(u, c.content_after, t),
             "reason": c.reason,
             "op_source": str(c.op_source),
             "op_time": c.op_time,
@@ -278,19 +288,23 @@ class MemoryStore:
         user_id: int,
         statuses: Iterable[Status] | None = None,
         memory_ids: Iterable[str] | None = None,
+        *,
+        tenant: str,
     ) -> list[MemoryRecord]:
         """Current versions of a user's memories (FINAL), decrypted."""
-        return self.load_many([user_id], statuses, memory_ids)
+        return self.load_many([user_id], statuses, memory_ids, tenant=tenant)
 
     def load_many(
         self,
         user_ids: list[int],
         statuses: Iterable[Status] | None = None,
         memory_ids: Iterable[str] | None = None,
+        *,
+        tenant: str,
     ) -> list[MemoryRecord]:
-        """As ``load`` for several users in one query."""
-        where = ["user_id IN {u:Array(UInt64)}"]
-        params: dict[str, Any] = {"u": list(user_ids)}
+        """As ``load`` for several users of one tenant in one query."""
+        where = ["tenant_id = {t:String}", "user_id IN {u:Array(UInt64)}"]
+        params: dict[str, Any] = {"t": tenant, "u": list(user_ids)}
         if statuses is not None:
             params["st"] = [str(s) for s in statuses]
             where.append("status IN {st:Array(String)}")
@@ -301,28 +315,30 @@ class MemoryStore:
             f"SELECT * FROM {self.db}.memories FINAL WHERE {' AND '.join(where)}", params
         )
         if rows:
-            self.cipher.prefetch(user_ids)
+            self.cipher.prefetch(user_ids, tenant)
         return [self._record(r) for r in rows]
 
-    def get(self, user_id: int, memory_id: str) -> MemoryRecord | None:
-        found = self.load(user_id, memory_ids=[memory_id])
+    def get(self, user_id: int, memory_id: str, *, tenant: str) -> MemoryRecord | None:
+        found = self.load(user_id, memory_ids=[memory_id], tenant=tenant)
         return found[0] if found else None
 
-    def hashes(self, user_id: int) -> dict[str, str]:
+    def hashes(self, user_id: int, *, tenant: str) -> dict[str, str]:
         """content_hash → memory_id of the user's live (not deleted/purged) memories."""
         rows = self.stores.clickhouse.query(
             f"SELECT content_hash, memory_id FROM {self.db}.memories FINAL "
-            "WHERE user_id = {u:UInt64} AND status IN ('ACTIVE', 'ARCHIVED')",
-            {"u": user_id},
+            "WHERE tenant_id = {t:String} AND user_id = {u:UInt64} "
+            "AND status IN ('ACTIVE', 'ARCHIVED')",
+            {"t": tenant, "u": user_id},
         )
         return {h: mid for h, mid in rows}
 
-    def archived_hashes(self, user_ids: list[int]) -> dict[int, dict[str, str]]:
+    def archived_hashes(self, user_ids: list[int], *, tenant: str) -> dict[int, dict[str, str]]:
         """Per user, content_hash → memory_id of the ARCHIVED memories (one query)."""
         rows = self.stores.clickhouse.query(
             f"SELECT user_id, content_hash, memory_id FROM {self.db}.memories FINAL "
-            "WHERE user_id IN {u:Array(UInt64)} AND status = 'ARCHIVED'",
-            {"u": list(user_ids)},
+            "WHERE tenant_id = {t:String} AND user_id IN {u:Array(UInt64)} "
+            "AND status = 'ARCHIVED'",
+            {"t": tenant, "u": list(user_ids)},
         )
         out: dict[int, dict[str, str]] = {u: {} for u in user_ids}
         for user_id, h, mid in rows:
@@ -337,12 +353,13 @@ class MemoryStore:
         return out
 
     def _record(self, r: dict[str, Any]) -> MemoryRecord:
-        u = int(r["user_id"])
+        u, t = int(r["user_id"]), str(r.get("tenant_id") or DEFAULT_TENANT)
         msg_id = r["source_msg_id"]
         return MemoryRecord(
             memory_id=r["memory_id"],
             user_id=u,
-            content=self.cipher.open(u, r["content"]),
+            tenant_id=t,
+            content=self.cipher.open(u, r["content"], t),
             content_hash=r["content_hash"],
             level=Level(r["level"]),
             ownership=Ownership(r["ownership"]),
@@ -364,28 +381,30 @@ class MemoryStore:
             invalid_at=_utc(r["invalid_at"]),
             superseded_by=r["superseded_by"],
             source_session_id=r["source_session_id"],
-            source_msg_id=(self._plain(u, msg_id) or None) if msg_id else msg_id,
+            source_msg_id=(self._plain(u, msg_id, t) or None) if msg_id else msg_id,
             source_msg_ids=[
-                i for i in (self._plain(u, i) for i in r.get("source_msg_ids") or ()) if i
+                i for i in (self._plain(u, i, t) for i in r.get("source_msg_ids") or ()) if i
             ],
-            custom_tags=self.tags_of(u, r["custom_tags"]),
+            custom_tags=self.tags_of(u, r["custom_tags"], t),
             version=int(r["version"]),
         )
 
-    def _plain(self, user_id: int, value: str) -> str:
+    def _plain(self, user_id: int, value: str, tenant: str) -> str:
         """A sealed value opened (``""`` once shredded), or a value of an older store."""
-        return self.cipher.open(user_id, value) if is_ciphertext(value) else value
+        return self.cipher.open(user_id, value, tenant) if is_ciphertext(value) else value
 
-    def tags_of(self, user_id: int, stored: str) -> dict[str, Any]:
+    def tags_of(self, user_id: int, stored: str, tenant: str) -> dict[str, Any]:
         """``custom_tags`` as stored (sealed JSON; plain JSON in stores before v2)."""
-        text = self._plain(user_id, stored or "")
+        text = self._plain(user_id, stored or "", tenant)
         return json.loads(text) if text else {}
 
 
-def blind_tags(keys: KeyRing, user_id: int, tags: dict[str, Any]) -> dict[str, str]:
+def blind_tags(keys: KeyRing, user_id: int, tags: dict[str, Any], tenant: str) -> dict[str, str]:
     """``{token(key): token(key, value)}`` under the user's current data key."""
     return {
-        keys.blind(user_id, tag_key_text(k)): keys.blind(user_id, tag_value_text(k, v))
+        keys.blind(user_id, tag_key_text(k), tenant): keys.blind(
+            user_id, tag_value_text(k, v), tenant
+        )
         for k, v in tags.items()
     }
 
@@ -397,6 +416,7 @@ def milvus_row(
     row: dict[str, Any] = {
         "memory_id": m.memory_id,
         "user_id": str(m.user_id),
+        "tenant_id": m.tenant_id,
         "app_id": m.app_id or "",
         "session_id": m.session_id or "",
         "level": str(m.level),
@@ -435,6 +455,7 @@ def change(
         change_id=change_id,
         memory_id=memory.memory_id,
         user_id=memory.user_id,
+        tenant_id=memory.tenant_id,
         op_type=op,
         op_time=at,
         op_source=source,

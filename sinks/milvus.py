@@ -3,7 +3,12 @@
 Embedded Milvus Lite takes a local file path ending in ``.db`` (a directory with a LOCK,
 one process); a server takes ``http://host:19530``. After a reopen the collection is
 released, so ``setup()`` always loads it. user_id is the partition key, stored as its
-decimal string because Milvus has no unsigned 64-bit integer.
+decimal string because Milvus has no unsigned 64-bit integer; ``tenant_id`` is in every
+filter (``core.scope``), so user 42 of two tenants never meet in a search.
+
+A collection made before tenants (no ``tenant_id`` field; Milvus Lite cannot add one) is
+copied once into a new collection of the current schema, its rows in tenant ``default``,
+which then takes the old name (``_migrate``).
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ class MilvusStore:
     def setup(self) -> None:
         try:
             self._client = _connect(self.uri, self._token)
+            self._migrate()
             if not self._client.has_collection(self.collection):
                 self._create()
             self._client.load_collection(self.collection)
@@ -73,7 +79,35 @@ class MilvusStore:
         except Exception as exc:
             raise StoreUnavailable(f"milvus: cannot open {self.uri}: {exc}") from exc
 
-    def _create(self) -> None:
+    def _migrate(self) -> None:
+        """Give a collection without ``tenant_id`` the current schema, rows unchanged.
+
+        Copy into ``<name>__v5``, drop the old, rename: a crash before the drop redoes the
+        copy; one after it finds only the copy, which is renamed."""
+        c, name = self.client, self.collection
+        tmp = f"{name}__v5"
+        if not c.has_collection(name):
+            if c.has_collection(tmp):
+                c.rename_collection(tmp, name)
+            return
+        fields = {f["name"] for f in c.describe_collection(name)["fields"]}
+        if "tenant_id" in fields:
+            return
+        if c.has_collection(tmp):
+            c.drop_collection(tmp)
+        self._create(tmp)
+        c.load_collection(name)
+        it = c.query_iterator(name, batch_size=1000, filter="", output_fields=["*"])
+        try:
+            while rows := it.next():
+                c.insert(tmp, [{**r, "tenant_id": "default"} for r in rows])
+        finally:
+            it.close()
+        c.flush(tmp)
+        c.drop_collection(name)
+        c.rename_collection(tmp, name)
+
+    def _create(self, name: str | None = None) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         for f in milvus_fields(self.dim):
             kwargs: dict[str, Any] = {}
@@ -95,7 +129,7 @@ class MilvusStore:
         )
         for name in MILVUS_SCALAR_INDEXES:
             index.add_index(field_name=name, index_type="INVERTED")
-        self.client.create_collection(self.collection, schema=schema, index_params=index)
+        self.client.create_collection(name or self.collection, schema=schema, index_params=index)
 
     def ping(self) -> bool:
         try:

@@ -61,18 +61,21 @@ def is_sealed(data: dict[str, Any]) -> bool:
 
 def open_event(keys: KeyRing, data: dict[str, Any]) -> dict[str, Any]:
     """The event inside a sealed value; KeyDestroyed after a purge, DecryptionError if
-    altered. The outer user_id must be the inner one (a value cannot change users)."""
+    altered. The outer user_id and tenant must be the inner ones (the key that opened it
+    is that tenant's user's; a value cannot change users or tenants)."""
     tenant = str(data.get("tenant_id") or DEFAULT_TENANT)
     user_id = int(data["user_id"])
     inner = json.loads(keys.decrypt(user_id, data["sealed"], tenant))
     if not isinstance(inner, dict) or inner.get("user_id") != user_id:
         raise ValueError("sealed event names another user")
+    if (inner.get("tenant_id") or DEFAULT_TENANT) != tenant:
+        raise ValueError("sealed event names another tenant")
     return inner
 
 
-def seal_payload(keys: KeyRing, user_id: int, payload: dict[str, Any]) -> str:
-    return keys.encrypt(user_id, json.dumps(payload, ensure_ascii=False, default=str))
+def seal_payload(keys: KeyRing, user_id: int, payload: dict[str, Any], tenant: str) -> str:
+    return keys.encrypt(user_id, json.dumps(payload, ensure_ascii=False, default=str), tenant)
 
 
-def open_payload(keys: KeyRing, user_id: int, sealed: str) -> dict[str, Any]:
-    return json.loads(keys.decrypt(user_id, sealed))
+def open_payload(keys: KeyRing, user_id: int, sealed: str, tenant: str) -> dict[str, Any]:
+    return json.loads(keys.decrypt(user_id, sealed, tenant))

@@ -1,7 +1,8 @@
 """Memory switches (DESIGN §7): ClickHouse ``memory_settings`` is the record, Redis the cache.
 
-A user-level switch (app ``*``) and one per app. Reads hit Redis (one HGETALL); a miss
-loads the user's rows from ClickHouse once and fills the cache.
+A user-level switch (app ``*``) and one per app, per (tenant, user). Reads hit Redis (one
+HGETALL of ``switch:<user>``, scoped by the tenant); a miss loads the user's rows from
+ClickHouse once and fills the cache.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import UTC, datetime
 import redis
 
 from core.scope import Switches
+from schemas.tenants import UserKey, scoped
 from sinks.clickhouse import ClickHouseStore
 from sinks.redis_store import RedisStore
 
@@ -19,8 +21,8 @@ ALL_APPS = "*"
 _LOADED = "_loaded"
 
 
-def _key(user_id: int) -> str:
-    return f"switch:{user_id}"
+def _key(user: UserKey) -> str:
+    return scoped(user.tenant, f"switch:{user.user_id}")
 
 
 class SwitchStore:
@@ -28,12 +30,13 @@ class SwitchStore:
         self._ch = clickhouse
         self._redis = redis_store
 
-    def get(self, user_id: int) -> Switches:
-        return self.get_many([user_id])[user_id]
+    def get(self, user_id: int, *, tenant: str) -> Switches:
+        key = UserKey(tenant, user_id)
+        return self.get_many([key])[key]
 
-    def get_many(self, user_ids: list[int]) -> dict[int, Switches]:
+    def get_many(self, keys: list[UserKey]) -> dict[UserKey, Switches]:
         """Switches of several users: one Redis pipeline, one ClickHouse query for misses."""
-        users = list(dict.fromkeys(user_ids))
+        users = [UserKey(*k) for k in dict.fromkeys(keys)]
         try:
             pipe = self._redis.client.pipeline()
             for u in users:
@@ -46,15 +49,19 @@ class SwitchStore:
             raws.update(self._load(missing))
         return {u: _switches(raw) for u, raw in raws.items()}
 
-    def _load(self, user_ids: list[int]) -> dict[int, dict[str, str]]:
-        rows = self._ch.query(
-            f"SELECT user_id, app_id, enabled FROM {self._ch.database}.memory_settings FINAL "
-            "WHERE user_id IN {u:Array(UInt64)}",
-            {"u": user_ids},
-        )
-        raws: dict[int, dict[str, str]] = {u: {_LOADED: "1"} for u in user_ids}
-        for user_id, app, on in rows:
-            raws[int(user_id)][app] = str(int(on))
+    def _load(self, users: list[UserKey]) -> dict[UserKey, dict[str, str]]:
+        raws: dict[UserKey, dict[str, str]] = {u: {_LOADED: "1"} for u in users}
+        tenants: dict[str, list[int]] = {}
+        for u in users:
+            tenants.setdefault(u.tenant, []).append(u.user_id)
+        for tenant, user_ids in tenants.items():
+            rows = self._ch.query(
+                f"SELECT user_id, app_id, enabled FROM {self._ch.database}.memory_settings "
+                "FINAL WHERE tenant_id = {t:String} AND user_id IN {u:Array(UInt64)}",
+                {"t": tenant, "u": user_ids},
+            )
+            for user_id, app, on in rows:
+                raws[UserKey(tenant, int(user_id))][app] = str(int(on))
         try:
             pipe = self._redis.client.pipeline()
             for u, raw in raws.items():
@@ -64,15 +71,15 @@ class SwitchStore:
             pass
         return raws
 
-    def set(self, user_id: int, app_id: str | None, enabled: bool) -> None:
+    def set(self, user_id: int, app_id: str | None, enabled: bool, *, tenant: str) -> None:
         """Durable first (ClickHouse), then the cache, so a crash never loses a switch-off."""
         app = app_id or ALL_APPS
         self._ch.insert(
             "memory_settings",
-            [[user_id, app, int(enabled), datetime.now(UTC), time.time_ns()]],
-            ["user_id", "app_id", "enabled", "updated_at", "version"],
+            [[tenant, user_id, app, int(enabled), datetime.now(UTC), time.time_ns()]],
+            ["tenant_id", "user_id", "app_id", "enabled", "updated_at", "version"],
         )
-        self._load([user_id])
+        self._load([UserKey(tenant, user_id)])
 
 
 def _switches(raw: dict[str, str]) -> Switches:

@@ -1,7 +1,8 @@
 """Status of `add` tasks in Redis: accepted → processing → done | failed.
 
 Redis is a cache: a task whose status was lost (Redis flushed) reads as unknown, the
-memories themselves are safe in ClickHouse. Entries expire after a week.
+memories themselves are safe in ClickHouse. Entries expire after a week. A task belongs
+to a tenant: its key is scoped by it (``schemas.tenants.scoped``), and its hash says it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import redis
 
+from schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.redis_store import RedisStore
 
 TTL_S = 7 * 24 * 3600
@@ -33,6 +35,7 @@ class TaskResult:
     reason: str = ""
     degraded: bool = False
     memory_ids: list[str] = field(default_factory=list)
+    tenant_id: str = DEFAULT_TENANT
 
     def merge(self, other: TaskResult) -> None:
         for name in COUNT_FIELDS:
@@ -43,8 +46,8 @@ class TaskResult:
             self.failed, self.code, self.reason = True, other.code, other.reason
 
 
-def _key(task_id: str) -> str:
-    return f"task:{task_id}"
+def _key(task_id: str, tenant: str) -> str:
+    return scoped(tenant, f"task:{task_id}")
 
 
 class TaskStore:
@@ -52,35 +55,43 @@ class TaskStore:
         self._redis = redis_store
 
     def accepted(
-        self, task_id: str, user_id: int, *, app_id: str | None = None, kid: str = ""
+        self,
+        task_id: str,
+        user_id: int,
+        *,
+        tenant: str,
+        app_id: str | None = None,
+        kid: str = "",
     ) -> None:
         """``app_id`` and ``kid`` (the API key's id) say who may read the status."""
         now = time.time()
         pipe = self._redis.client.pipeline()
         mapping = {"status": "accepted", "user_id": user_id, "accepted_at": now, "updated_at": now}
+        mapping["tenant_id"] = tenant
         if app_id:
             mapping["app_id"] = app_id
         if kid:
             mapping["kid"] = kid
-        pipe.hset(_key(task_id), mapping=mapping)
-        pipe.expire(_key(task_id), TTL_S)
+        pipe.hset(_key(task_id, tenant), mapping=mapping)
+        pipe.expire(_key(task_id, tenant), TTL_S)
         pipe.execute()
 
-    def processing(self, task_ids: list[str]) -> None:
-        """Mark tasks as picked up; a task already finished (a replay) stays finished."""
-        if not task_ids:
+    def processing(self, tasks: list[tuple[str, str]]) -> None:
+        """Mark tasks ``(tenant, task_id)`` as picked up; a finished one (a replay) stays."""
+        if not tasks:
             return
+        keys = [_key(tid, tenant) for tenant, tid in tasks]
         client = self._redis.client
         pipe = client.pipeline()
-        for tid in task_ids:
-            pipe.hget(_key(tid), "status")
+        for key in keys:
+            pipe.hget(key, "status")
         states = pipe.execute()
         now = time.time()
         pipe = client.pipeline()
-        for tid, state in zip(task_ids, states, strict=True):
+        for key, state in zip(keys, states, strict=True):
             if state in (None, "accepted"):
-                pipe.hset(_key(tid), mapping={"status": "processing", "updated_at": now})
-                pipe.expire(_key(tid), TTL_S)
+                pipe.hset(key, mapping={"status": "processing", "updated_at": now})
+                pipe.expire(key, TTL_S)
         pipe.execute()
 
     def finish(self, results: list[TaskResult]) -> None:
@@ -89,7 +100,7 @@ class TaskStore:
         client = self._redis.client
         pipe = client.pipeline()
         for r in results:
-            pipe.hget(_key(r.task_id), "status")
+            pipe.hget(_key(r.task_id, r.tenant_id), "status")
         states = pipe.execute()
         now = time.time()
         pipe = client.pipeline()
@@ -100,6 +111,7 @@ class TaskStore:
             mapping: dict[str, Any] = {
                 "status": "failed" if r.failed else "done",
                 "user_id": r.user_id,
+                "tenant_id": r.tenant_id,
                 "updated_at": now,
                 "counts": json.dumps({n: data[n] for n in COUNT_FIELDS}),
                 "memory_ids": json.dumps(r.memory_ids[:1000]),
@@ -107,23 +119,23 @@ class TaskStore:
                 "code": r.code,
                 "reason": r.reason,
             }
-            pipe.hset(_key(r.task_id), mapping=mapping)
-            pipe.expire(_key(r.task_id), TTL_S)
+            pipe.hset(_key(r.task_id, r.tenant_id), mapping=mapping)
+            pipe.expire(_key(r.task_id, r.tenant_id), TTL_S)
         pipe.execute()
 
-    def get(self, task_id: str) -> dict[str, Any] | None:
+    def get(self, task_id: str, *, tenant: str) -> dict[str, Any] | None:
         try:
-            raw = self._redis.client.hgetall(_key(task_id))
+            raw = self._redis.client.hgetall(_key(task_id, tenant))
         except redis.RedisError:
             return None
         return _status(task_id, raw)
 
-    def get_many(self, task_ids: list[str]) -> dict[str, dict[str, Any]]:
+    def get_many(self, task_ids: list[str], *, tenant: str) -> dict[str, dict[str, Any]]:
         """The statuses of several tasks in one round trip; unknown ones are left out."""
         try:
             pipe = self._redis.client.pipeline(transaction=False)
             for task_id in task_ids:
-                pipe.hgetall(_key(task_id))
+                pipe.hgetall(_key(task_id, tenant))
             raws = pipe.execute()
         except redis.RedisError:
             return {}
@@ -138,6 +150,7 @@ def _status(task_id: str, raw: dict[str, str]) -> dict[str, Any] | None:
         "task_id": task_id,
         "status": raw.get("status", "accepted"),
         "user_id": int(raw["user_id"]) if raw.get("user_id") else None,
+        "tenant_id": raw.get("tenant_id") or DEFAULT_TENANT,
         "updated_at": float(raw.get("updated_at", 0)),
     }
     for who in ("app_id", "kid"):  # who may read it (recall_api.access)

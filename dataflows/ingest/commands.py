@@ -20,6 +20,7 @@ from schemas.commands import StructuredMemory
 from schemas.enums import Level, OpSource, OpType
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
+from schemas.tenants import id_parts
 from sinks.memory_store import WriteBatch, change
 from sinks.tasks import TaskResult
 
@@ -43,10 +44,16 @@ def apply_command(writer: Writer, item: IncomingCommand, now: datetime | None = 
         reason = f"unknown command op '{cmd.op}'"
         return Applied(
             WriteBatch(),
-            command_results=[(cmd.command_id, error(ErrorCode.BAD_PARAMETER, reason))],
+            command_results=[(cmd.result_id, error(ErrorCode.BAD_PARAMETER, reason))],
             rejected=[Rejected(reason, item.source)],
         )
-    return fn(writer, item, now)
+    applied = fn(writer, item, now)
+    if cmd.result_id != cmd.command_id:  # another tenant's: its result key is scoped
+        applied.command_results = [
+            (cmd.result_id if cid == cmd.command_id else cid, res)
+            for cid, res in applied.command_results
+        ]
+    return applied
 
 
 def error(code: ErrorCode, msg: str) -> dict:
@@ -84,10 +91,10 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
             ],
         )
     text = body.content.strip()
-    memory_id = stable_id("m_", cmd.user_id, cmd.command_id, 0)
-    idx = writer.rt.cache.get(cmd.user_id)
+    memory_id = stable_id("m_", *id_parts(cmd.tenant_id, cmd.user_id, cmd.command_id, 0))
+    idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     batch = WriteBatch()
-    result = TaskResult(cmd.command_id, cmd.user_id)
+    result = TaskResult(cmd.command_id, cmd.user_id, tenant_id=cmd.tenant_id)
     with idx.lock:
         existing = idx.by_hash.get(content_hash(text))
         if existing is not None:
@@ -118,6 +125,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
         rec = MemoryRecord(
             memory_id=memory_id,
             user_id=cmd.user_id,
+            tenant_id=cmd.tenant_id,
             content=text,
             content_hash=content_hash(text),
             level=level,

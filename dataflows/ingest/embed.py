@@ -8,10 +8,11 @@ writer that follows never loads users one by one.
 from __future__ import annotations
 
 from dataflows.ingest.items import Extracted
+from schemas.tenants import UserKey
 
 
 def embed_all(embedder: object, cache: object, batches: list[Extracted]) -> list[Extracted]:
-    cache.warm([b.user_id for b in batches])
+    cache.warm([UserKey(b.tenant_id, b.user_id) for b in batches])
     facts = [f for b in batches for f in b.facts]
     if facts:
         texts = list(dict.fromkeys(f.fact.text.strip() for f in facts))

@@ -28,7 +28,7 @@ def extract(
 ) -> Extracted:
     """Facts of every event in the batch; an LLM failure fails the batch's tasks visibly."""
     first = batch.events[0].event
-    out = Extracted(user_id=first.user_id, tasks=list(batch.events))
+    out = Extracted(user_id=first.user_id, tasks=list(batch.events), tenant_id=first.tenant_id)
     context = list(batch.context) if getattr(llm, "uses_context", True) else []
     messages = context + [m for i in batch.events for m in dated_messages(i.event)]
     owners = []  # message position -> (incoming, position inside its event)
@@ -39,7 +39,10 @@ def extract(
         facts = llm.extract_facts(messages, first.ownership, first.strategy, today)
     except ModelError as exc:
         reason = f"extraction failed: {type(exc).__name__}: {exc}"
-        out.failures = [Rejected(reason, i.source, i.task_id, first.user_id) for i in batch.events]
+        out.failures = [
+            Rejected(reason, i.source, i.task_id, first.user_id, first.tenant_id)
+            for i in batch.events
+        ]
         return out
     ordinal: dict[tuple[str, int], int] = {}
     for fact in facts:
@@ -56,7 +59,12 @@ def extract(
         out.facts.append(
             FactItem(
                 local_fact,
-                memory_id_for(f"{inc.task_id}:{local}", n, user_id=inc.event.user_id),
+                memory_id_for(
+                    f"{inc.task_id}:{local}",
+                    n,
+                    user_id=inc.event.user_id,
+                    tenant=inc.event.tenant_id,
+                ),
                 inc.task_id,
                 inc,
             )

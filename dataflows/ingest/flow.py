@@ -34,6 +34,7 @@ from dataflows.runtime import Runtime
 from dataflows.sources import StoppableKafkaSource
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
+from schemas.tenants import UserKey, scoped
 from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
@@ -69,17 +70,25 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
         """Parse a whole input batch, then check every user's switch in one round trip;
         the batch's data keys are read (and a new user's made) in one round trip too,
         not one by one where a value is opened, sealed or snapshotted."""
+        # the Kafka key names the user, not the tenant: this warms tenant default's keys
         keys.prefetch(u for m in msgs if (u := _key_user(m.key)) is not None)
         items = [parse(m) for m in msgs]
-        users = [i.event.user_id for i in items if isinstance(i, Incoming)]
-        keys.prefetch(users, create=True)
+        users = [
+            UserKey(i.event.tenant_id, i.event.user_id) for i in items if isinstance(i, Incoming)
+        ]
+        by_tenant: dict[str, list[int]] = {}
+        for u in users:
+            by_tenant.setdefault(u.tenant, []).append(u.user_id)
+        for tenant, ids in by_tenant.items():
+            keys.prefetch(ids, tenant, create=True)
         switches = rt.switches.get_many(users) if users else {}
         out = []
         for item in items:
             if isinstance(item, Rejected):
                 item = Applied(WriteBatch(), results=failed_task(item), rejected=[item])
             elif isinstance(item, Incoming):
-                e, sw = item.event, switches[item.event.user_id]
+                e = item.event
+                sw = switches[UserKey(e.tenant_id, e.user_id)]
                 if not sw.global_enabled or (e.app_id and e.app_id in sw.disabled_apps):
                     result = TaskResult(
                         item.task_id,
@@ -87,6 +96,7 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
                         failed=True,
                         code=int(ErrorCode.SWITCHED_OFF),
                         reason="memory is switched off for this user/app",
+                        tenant_id=e.tenant_id,
                     )
                     item = Applied(WriteBatch(), results=[result])
             out.append(item)
@@ -98,7 +108,7 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
         )
 
     def run_extract(batch):
-        rt.tasks.processing([i.task_id for i in batch.events])
+        rt.tasks.processing([(i.event.tenant_id, i.task_id) for i in batch.events])
         return extract(rt.llm, batch)
 
     def write(state, item):
@@ -114,7 +124,7 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
     windows = op.stateful("window", op.key_on("by_session", is_conv.trues, window_key), window)
     extracted = op.map("extract", op.key_rm("unkey_window", windows), run_extract)  # Extracted
     # sealed while collected: the collect step snapshots what it holds at an epoch's end
-    sealed = op.map("seal", extracted, lambda x: SealedItem.seal(keys, x.user_id, x))
+    sealed = op.map("seal", extracted, lambda x: SealedItem.seal(keys, x.user_id, x, x.tenant_id))
     shard = op.key_on("embed_shard", sealed, lambda _: "all")
     groups = op.collect("embed_batch", shard, timeout=timedelta(milliseconds=20), max_size=64)
     embedded = op.flat_map(
@@ -138,6 +148,7 @@ def failed_task(bad: Rejected) -> list[TaskResult]:
             failed=True,
             code=int(ErrorCode.BAD_PARAMETER),
             reason=bad.reason,
+            tenant_id=bad.tenant_id,
         )
     ]
 
@@ -151,6 +162,7 @@ def _key_user(key: bytes | None) -> int | None:
 
 
 def _user_key(item) -> str:
+    """The writer's state key: one writer per (tenant, user)."""
     if isinstance(item, IncomingCommand):
-        return str(item.command.user_id)
-    return str(item.user_id)
+        return scoped(item.command.tenant_id, str(item.command.user_id))
+    return scoped(item.tenant_id, str(item.user_id))

@@ -9,6 +9,7 @@ import numpy as np
 from models.types import Fact
 from schemas.commands import Command
 from schemas.events import ConversationEvent, Message
+from schemas.tenants import DEFAULT_TENANT
 from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
@@ -45,6 +46,7 @@ class Rejected:
     source: Source
     task_id: str | None = None
     user_id: int | None = None
+    tenant_id: str = DEFAULT_TENANT
 
 
 @dataclass
@@ -68,6 +70,7 @@ class FactItem:
 class Extracted:
     user_id: int
     tasks: list[Incoming]
+    tenant_id: str = DEFAULT_TENANT
     facts: list[FactItem] = field(default_factory=list)
     failures: list[Rejected] = field(default_factory=list)
 

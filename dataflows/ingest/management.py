@@ -17,9 +17,11 @@ from core.weights import initial_weight
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.items import Applied, IncomingCommand
 from dataflows.ingest.writer import Writer, counters_of
+from schemas.commands import Command
 from schemas.enums import Level, MemType, OpSource, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
+from schemas.tenants import UserKey, id_parts
 from sinks.memory_store import WriteBatch, change
 from sinks.tasks import TaskResult
 
@@ -30,13 +32,14 @@ def _reply(cmd_id: str, batch: WriteBatch, result: dict) -> Applied:
     return Applied(batch, command_results=[(cmd_id, result)])
 
 
-def _lookup(writer: Writer, user_id: int, ids: list[str]) -> dict[str, MemoryRecord]:
+def _lookup(writer: Writer, cmd: Command, ids: list[str]) -> dict[str, MemoryRecord]:
     """The user's current records for ``ids``: hot index first, ClickHouse for the rest."""
-    idx = writer.rt.cache.get(user_id)
+    idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     found = {i: idx.records[i] for i in ids if i in idx.records}
     rest = [i for i in ids if i not in found]
     if rest:
-        found.update({r.memory_id: r for r in writer.rt.memories.load(user_id, memory_ids=rest)})
+        rows = writer.rt.memories.load(cmd.user_id, memory_ids=rest, tenant=cmd.tenant_id)
+        found.update({r.memory_id: r for r in rows})
     return found
 
 
@@ -51,7 +54,8 @@ def _soft_delete(
 ) -> WriteBatch:
     """``shred``: a whole-user purge — the deleted versions keep none of the words (the
     data key that sealed the old ones is destroyed when this batch is written)."""
-    idx = writer.rt.cache.get(records[0].user_id) if records else None
+    first = records[0] if records else None
+    idx = writer.rt.cache.get(first.user_id, tenant=first.tenant_id) if first else None
     batch = WriteBatch()
     for old in records:
         rec = dataclasses.replace(old, status=Status.DELETED, deleted_at=now, updated_at=now)
@@ -80,9 +84,9 @@ def _soft_delete(
 @handler("update")
 def update(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
     cmd, p = item.command, item.command.payload
-    idx = writer.rt.cache.get(cmd.user_id)
+    idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     with idx.lock:
-        old = _lookup(writer, cmd.user_id, [p["memory_id"]]).get(p["memory_id"])
+        old = _lookup(writer, cmd, [p["memory_id"]]).get(p["memory_id"])
         if old is None or old.status not in LIVE:
             return _reply(
                 cmd.command_id,
@@ -157,15 +161,18 @@ def update(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
     )
 
 
-def _select(writer: Writer, user_id: int, p: dict[str, Any]) -> list[MemoryRecord]:
+def _select(writer: Writer, cmd: Command, p: dict[str, Any]) -> list[MemoryRecord]:
     """Memories a delete/purge names: by ids, or by scope (app_id / level / session_id),
     narrowed to what the caller's key may change (``access``, recall_api.access)."""
     if p.get("memory_ids"):
-        found = _lookup(writer, user_id, list(p["memory_ids"]))
+        found = _lookup(writer, cmd, list(p["memory_ids"]))
         rows = [r for r in found.values() if r.status in (*LIVE, Status.SUPERSEDED)]
         return _allowed(rows, p.get("access"))
     rows = _allowed(
-        writer.rt.memories.load(user_id, statuses=[*LIVE, Status.SUPERSEDED]), p.get("access")
+        writer.rt.memories.load(
+            cmd.user_id, statuses=[*LIVE, Status.SUPERSEDED], tenant=cmd.tenant_id
+        ),
+        p.get("access"),
     )
     scope = p.get("scope") or {}
     if "app_id" in scope:
@@ -192,9 +199,9 @@ def _allowed(rows: list[MemoryRecord], access: dict[str, Any] | None) -> list[Me
 @handler("delete")
 def delete(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
     cmd, p = item.command, item.command.payload
-    idx = writer.rt.cache.get(cmd.user_id)
+    idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     with idx.lock:
-        targets = _select(writer, cmd.user_id, p)
+        targets = _select(writer, cmd, p)
         batch = _soft_delete(
             writer,
             targets,
@@ -205,7 +212,7 @@ def delete(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
             shred=bool(p.get("shred")),
         )
         if p.get("shred"):
-            batch.shred_users.append(cmd.user_id)
+            batch.shred_users.append(UserKey(cmd.tenant_id, cmd.user_id))
     asked = list(p.get("memory_ids") or [])
     missing = sorted(set(asked) - {r.memory_id for r in targets})
     if asked and len(asked) == 1 and missing:
@@ -238,8 +245,9 @@ def session_close(writer: Writer, item: IncomingCommand, now: datetime) -> Appli
     cmd, p = item.command, item.command.payload
     sid, app_id = p["session_id"], p.get("app_id")
     promote_ids = set(p.get("promote_ids") or [])
-    idx = writer.rt.cache.get(cmd.user_id)
-    batch, result = WriteBatch(), TaskResult(cmd.command_id, cmd.user_id)
+    idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
+    batch = WriteBatch()
+    result = TaskResult(cmd.command_id, cmd.user_id, tenant_id=cmd.tenant_id)
     promoted, dropped, refused = [], [], []
     with idx.lock:
         counters = counters_of(idx)
@@ -321,8 +329,9 @@ def _continuity(
     text = f"Unfinished session {sid}: " + "; ".join(r.content for r in latest)
     first = session[0]
     rec = MemoryRecord(
-        memory_id=stable_id("m_", first.user_id, cause, "pending"),
+        memory_id=stable_id("m_", *id_parts(first.tenant_id, first.user_id, cause, "pending")),
         user_id=first.user_id,
+        tenant_id=first.tenant_id,
         content=text,
         content_hash=content_hash(text),
         level=Level.APP if app_id else Level.GLOBAL,

@@ -21,6 +21,7 @@ from core.settings import Settings
 from dataflows.ingest.items import Incoming, IncomingCommand, Rejected, Source
 from schemas.commands import Command
 from schemas.events import UINT64_MAX, ConversationEvent
+from schemas.tenants import DEFAULT_TENANT, check_tenant
 from sinks.crypto import DecryptionError, KeyDestroyed
 from sinks.keyring import KeyRing
 from sinks.sealed import is_sealed, open_event, open_payload, sealed_size
@@ -36,24 +37,28 @@ def _describe(exc: ValidationError) -> str:
     return "invalid event: " + "; ".join(parts)
 
 
-def _owner(raw: bytes) -> tuple[str | None, int | None]:
-    """The task id and user id an event names, if it is JSON that names them well."""
+def _owner(raw: bytes) -> tuple[str | None, int | None, str]:
+    """The task id, user id and tenant an event names, if it is JSON that names them well."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError):
-        return None, None
+        return None, None, DEFAULT_TENANT
     if not isinstance(data, dict):
-        return None, None
+        return None, None, DEFAULT_TENANT
     task_id, user_id = data.get("task_id"), data.get("user_id")
     task_id = task_id if isinstance(task_id, str) and 0 < len(task_id) <= 128 else None
     user_id = user_id if type(user_id) is int and 0 <= user_id <= UINT64_MAX else None
-    return task_id, user_id
+    try:
+        tenant = check_tenant(data.get("tenant_id", DEFAULT_TENANT))
+    except ValueError:  # a task of no tenant that can be named: none is failed
+        return None, None, DEFAULT_TENANT
+    return task_id, user_id, tenant
 
 
 def _reject(reason: str, src: Source) -> Rejected:
     """A Rejected that names the task of the value (when it names one) to be failed."""
-    task_id, user_id = _owner(src.value) if src.value else (None, None)
-    return Rejected(reason, src, task_id, user_id)
+    task_id, user_id, tenant = _owner(src.value) if src.value else (None, None, DEFAULT_TENANT)
+    return Rejected(reason, src, task_id, user_id, tenant)
 
 
 def _decode(src: Source, settings: Settings) -> dict | Rejected:
@@ -116,7 +121,7 @@ def parse_conversation(
     except ValidationError as exc:
         return _reject(_describe(exc), src)
     if (bad_key := _key_mismatch(src, event.user_id)) is not None:
-        return Rejected(bad_key, src, event.task_id, event.user_id)
+        return Rejected(bad_key, src, event.task_id, event.user_id, event.tenant_id)
     for i, m in enumerate(event.messages):
         size = len(m.content.encode("utf-8"))
         if size > settings.max_message_bytes:
@@ -126,6 +131,7 @@ def parse_conversation(
                 src,
                 event.task_id,
                 event.user_id,
+                event.tenant_id,
             )
     task_id = event.task_id or task_id_for_source(src.topic, src.partition, src.offset)
     return Incoming(event, task_id, src)
@@ -148,7 +154,7 @@ def parse_command(
     try:
         if keys is None:
             raise DecryptionError("this parser holds no keys")
-        payload = open_payload(keys, command.user_id, command.sealed)
+        payload = open_payload(keys, command.user_id, command.sealed, command.tenant_id)
     except KeyDestroyed:
         return Rejected("sealed with a destroyed data key (the user was purged)", src)
     except (DecryptionError, ValueError) as exc:

@@ -113,8 +113,8 @@ class _Partition(StatelessSinkPartition[Applied]):
         self.rt.tasks.finish(merged.results)
         if merged.command_results:
             pipe = self.rt.stores.redis.client.pipeline()
-            for command_id, result in merged.command_results:
-                key = result_key(command_id)
+            for result_id, result in merged.command_results:
+                key = result_key(result_id)
                 pipe.rpush(key, json.dumps(result, default=str))
                 pipe.expire(key, RESULT_TTL_S)
             pipe.execute()

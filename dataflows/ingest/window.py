@@ -22,6 +22,7 @@ from bytewax.operators import StatefulLogic
 
 from dataflows.ingest.items import Incoming, TurnBatch
 from schemas.events import Message
+from schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.crypto import KeyDestroyed
 from sinks.keyring import KeyRing
 
@@ -32,7 +33,8 @@ IDLE_TTL = timedelta(minutes=30)  # context of a silent session is dropped after
 
 def window_key(item: Incoming) -> str:
     e = item.event
-    return f"{e.user_id}|{e.app_id or ''}|{e.session_id or ''}|{e.level}|{e.ownership}"
+    key = f"{e.user_id}|{e.app_id or ''}|{e.session_id or ''}|{e.level}|{e.ownership}"
+    return scoped(e.tenant_id, key)
 
 
 @dataclass
@@ -47,16 +49,17 @@ class SealedItem:
 
     user_id: int
     blob: str
+    tenant_id: str = DEFAULT_TENANT  # a snapshot from before tenants: the default's
 
     @classmethod
-    def seal(cls, keys: KeyRing, user_id: int, value: object) -> Self:
+    def seal(cls, keys: KeyRing, user_id: int, value: object, tenant: str) -> Self:
         raw = base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        return cls(user_id, keys.encrypt(user_id, raw.decode("ascii")))
+        return cls(user_id, keys.encrypt(user_id, raw.decode("ascii"), tenant), tenant)
 
     def open(self, keys: KeyRing) -> object | None:
         """The value, or None when the user was purged while it was in flight."""
         try:
-            raw = keys.decrypt(self.user_id, self.blob)
+            raw = keys.decrypt(self.user_id, self.blob, self.tenant_id)
         except KeyDestroyed:
             return None
         return pickle.loads(base64.b64decode(raw))  # noqa: S301 (sealed by us, AEAD-checked)
@@ -89,12 +92,14 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindo
     ):
         self.keys = keys
         self.user_id: int | None = None
+        self.tenant_id = DEFAULT_TENANT
         if isinstance(state, SealedWindow):
-            self.user_id = state.user_id
+            self.user_id, self.tenant_id = state.user_id, state.tenant_id
             state = state.open(keys) if keys is not None else None
         self.state = state or WindowState()
         if self.user_id is None and self.state.pending:  # a snapshot from before sealing
             self.user_id = self.state.pending[0].event.user_id
+            self.tenant_id = self.state.pending[0].event.tenant_id
         self.gap = timedelta(seconds=gap_s)
         self.max_turns = max_turns
         self.context_turns = context_turns
@@ -102,7 +107,7 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindo
         self.deadline = now + (self.gap if self.state.pending else IDLE_TTL)
 
     def on_item(self, value: Incoming) -> tuple[list[TurnBatch], bool]:
-        self.user_id = value.event.user_id
+        self.user_id, self.tenant_id = value.event.user_id, value.event.tenant_id
         self.state.pending.append(value)
         turns = sum(len(i.event.messages) for i in self.state.pending)
         if turns >= self.max_turns:
@@ -125,7 +130,7 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindo
         state = WindowState(list(self.state.pending), list(self.state.context))
         if self.keys is None or self.user_id is None:
             return state  # no keys (tests) or nothing of a user held yet
-        return SealedWindow.seal(self.keys, self.user_id, state)
+        return SealedWindow.seal(self.keys, self.user_id, state, self.tenant_id)
 
     def _flush(self) -> TurnBatch:
         batch = TurnBatch(self.state.pending, list(self.state.context))

@@ -90,12 +90,15 @@ class Writer:
 
     def apply_extracted(self, item: Extracted, now: datetime | None = None) -> Applied:
         now = now or datetime.now(UTC)
-        results = {i.task_id: TaskResult(i.task_id, item.user_id) for i in item.tasks}
+        results = {
+            i.task_id: TaskResult(i.task_id, item.user_id, tenant_id=item.tenant_id)
+            for i in item.tasks
+        }
         out = Applied(WriteBatch(), list(results.values()), rejected=list(item.failures))
         for bad in item.failures:
             r = results[bad.task_id or ""]
             r.failed, r.code, r.reason = True, int(ErrorCode.EXTRACTION_FAILED), bad.reason
-        idx = self.rt.cache.get(item.user_id)
+        idx = self.rt.cache.get(item.user_id, tenant=item.tenant_id)
         with idx.lock:
             counters = counters_of(idx)
             for fi in item.facts:
@@ -193,6 +196,7 @@ class Writer:
         return MemoryRecord(
             memory_id=memory_id or fi.memory_id,
             user_id=ev.user_id,
+            tenant_id=ev.tenant_id,
             content=text,
             content_hash=content_hash(text),
             level=ev.level,
@@ -260,7 +264,8 @@ class Writer:
         now: datetime,
     ) -> None:
         """An archived memory said again comes back (same id, fresh weight and anchor)."""
-        old = self.rt.memories.get(fi.incoming.event.user_id, memory_id)
+        ev = fi.incoming.event
+        old = self.rt.memories.get(ev.user_id, memory_id, tenant=ev.tenant_id)
         if old is None or old.status is not Status.ARCHIVED:
             idx.dormant.pop(content_hash(fi.fact.text.strip()), None)  # stale: store anew
             return self._apply_fact(idx, counters, fi, r, batch, now)

@@ -45,6 +45,7 @@ from schemas.commands import Command
 from schemas.enums import OpSource, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
+from schemas.tenants import UserKey
 from sinks.memory_store import WriteBatch, change
 
 LIFECYCLE_OP = "lifecycle"
@@ -69,18 +70,18 @@ class RecallHitsPayload(BaseModel):
 
 
 def lifecycle_command(
-    user_id: int, now: datetime, pass_id: str, memory_ids: list[str], reply: bool = True
+    user: UserKey, now: datetime, pass_id: str, memory_ids: list[str], reply: bool = True
 ) -> Command:
     """One user's share of a pass; the command id is unique so results never mix."""
     payload = LifecyclePayload(now=now, pass_id=pass_id, memory_ids=memory_ids, reply=reply)
-    return Command.new(LIFECYCLE_OP, "lc", user_id, payload)
+    return Command.new(LIFECYCLE_OP, "lc", user.user_id, payload, user.tenant)
 
 
 def recall_hits_command(
-    user_id: int, hits: Mapping[str, int], at: datetime, reply: bool = True
+    user: UserKey, hits: Mapping[str, int], at: datetime, reply: bool = True
 ) -> Command:
     payload = RecallHitsPayload(at=at, hits=dict(hits), reply=reply)
-    return Command.new(RECALL_HITS_OP, "rh", user_id, payload)
+    return Command.new(RECALL_HITS_OP, "rh", user.user_id, payload, user.tenant)
 
 
 def _bad(cmd: Command, exc: ValidationError) -> Applied:
@@ -92,15 +93,16 @@ def _bad(cmd: Command, exc: ValidationError) -> Applied:
     )
 
 
-def _current(writer: Writer, user_id: int, ids: list[str]) -> list[MemoryRecord]:
+def _current(writer: Writer, cmd: Command, ids: list[str]) -> list[MemoryRecord]:
     """The records to re-check (see the module docstring for where each comes from)."""
-    idx = writer.rt.cache.peek(user_id)
+    user_id, tenant = cmd.user_id, cmd.tenant_id
+    idx = writer.rt.cache.peek(user_id, tenant=tenant)
     if idx is None:
-        return writer.rt.memories.load(user_id, memory_ids=ids)
+        return writer.rt.memories.load(user_id, memory_ids=ids, tenant=tenant)
     with idx.lock:
         hot = {i: idx.records[i] for i in ids if i in idx.records}
     rest = [i for i in ids if i not in hot]
-    cold = writer.rt.memories.load(user_id, memory_ids=rest) if rest else []
+    cold = writer.rt.memories.load(user_id, memory_ids=rest, tenant=tenant) if rest else []
     return [*hot.values(), *(r for r in cold if r.status is not Status.ACTIVE)]
 
 
@@ -112,10 +114,10 @@ def apply_lifecycle(writer: Writer, item: IncomingCommand, _wall: datetime) -> A
     except ValidationError as exc:
         return _bad(cmd, exc)
     s, now, cause = writer.s, p.now, p.pass_id
-    records = _current(writer, cmd.user_id, list(dict.fromkeys(p.memory_ids)))
+    records = _current(writer, cmd, list(dict.fromkeys(p.memory_ids)))
     batch = WriteBatch()
     done: dict[str, list[str]] = {a.value: [] for a in Action}
-    idx = writer.rt.cache.peek(cmd.user_id)
+    idx = writer.rt.cache.peek(cmd.user_id, tenant=cmd.tenant_id)
     with idx.lock if idx is not None else nullcontext():
         for rec in records:
             planned = plan_memory(rec, now, s)
@@ -151,7 +153,7 @@ def apply_recall_hits(writer: Writer, item: IncomingCommand, _wall: datetime) ->
         return _bad(cmd, exc)
     batch = WriteBatch()
     done, skipped = [], []
-    idx = writer.rt.cache.get(cmd.user_id)
+    idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     with idx.lock:
         for memory_id, n in p.hits.items():
             rec = idx.records.get(memory_id)  # only ACTIVE memories recover

@@ -28,6 +28,7 @@ from dataflows.lifecycle.hits import CommandSink, DlqSink, parse_hits, window_co
 from dataflows.runtime import Runtime
 from dataflows.sources import StoppableKafkaSource
 from schemas.events import TOPIC_RECALL_HITS, RecallHits
+from schemas.tenants import scoped
 
 
 def kafka_source(rt: Runtime) -> StoppableKafkaSource:
@@ -50,7 +51,8 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "lifecy
     ok = op.branch("ok", parsed, lambda x: isinstance(x, RecallHits))
     bad = op.filter_map("rejected", ok.falses, lambda x: x if isinstance(x, Rejected) else None)
     op.output("dlq", bad, DlqSink(rt))
-    by_user = op.key_on("by_user", ok.trues, lambda h: str(h.user_id))  # (user, RecallHits)
+    # (tenant|user, RecallHits): one window per (tenant, user)
+    by_user = op.key_on("by_user", ok.trues, lambda h: scoped(h.tenant_id, str(h.user_id)))
     windows = op.collect("window", by_user, timeout=window, max_size=10_000)  # (user, [..])
     commands = op.filter_map("to_command", windows, window_command)  # Command
     op.output("commands", commands, CommandSink(rt))

@@ -36,6 +36,7 @@ from dataflows.runtime import Runtime
 from schemas.commands import Command
 from schemas.enums import Status
 from schemas.errors import ErrorCode
+from schemas.tenants import UserKey
 from sinks.memory_store import WriteBatch
 
 CONSOLIDATE_OP = "consolidate"
@@ -49,13 +50,16 @@ class ConsolidatePayload(BaseModel):
     reply: bool = True
 
 
-def consolidate_command(user_id: int, now: datetime, pass_id: str, reply: bool = True) -> Command:
+def consolidate_command(user: UserKey, now: datetime, pass_id: str, reply: bool = True) -> Command:
     payload = ConsolidatePayload(now=now, pass_id=pass_id, reply=reply)
-    return Command.new(CONSOLIDATE_OP, "cs", user_id, payload)
+    return Command.new(CONSOLIDATE_OP, "cs", user.user_id, payload, user.tenant)
 
 
-def crowded_users(rt: Runtime, users: Iterable[int] | None = None) -> list[int]:
-    """Users with a scope or a total above the high-water mark (ClickHouse counts)."""
+def crowded_users(
+    rt: Runtime, users: Iterable[int] | None = None, tenant: str | None = None
+) -> list[UserKey]:
+    """Users with a scope or a total above the high-water mark (ClickHouse counts); only
+    ``tenant``'s when given."""
     s = rt.settings
     if not s.consolidation_enabled:
         return []
@@ -67,23 +71,29 @@ def crowded_users(rt: Runtime, users: Iterable[int] | None = None) -> list[int]:
     if users is not None:
         params["users"] = sorted(set(users))
         where += " AND user_id IN {users:Array(UInt64)}"
+    if tenant is not None:
+        params["tenant"] = tenant
+        where += " AND tenant_id = {tenant:String}"
     db = rt.stores.clickhouse.database
     scopes = rt.stores.clickhouse.query(
-        "SELECT user_id, if(level = 'GLOBAL' OR ifNull(app_id, '') = '', '', app_id) AS app, "
-        f"count() AS n FROM {db}.memories FINAL WHERE {where} GROUP BY user_id, app "
+        "SELECT tenant_id, user_id, "
+        "if(level = 'GLOBAL' OR ifNull(app_id, '') = '', '', app_id) AS app, "
+        f"count() AS n FROM {db}.memories FINAL WHERE {where} GROUP BY tenant_id, user_id, app "
         "HAVING n > {floor:UInt64}",
         params,
     )
     out = {
-        int(user) for user, app, n in scopes if n > _mark(f"app:{app}" if app else GLOBAL, s, ratio)
+        UserKey(t, int(user))
+        for t, user, app, n in scopes
+        if n > _mark(f"app:{app}" if app else GLOBAL, s, ratio)
     }
     params["floor"] = _mark(TOTAL, s, ratio)
     totals = rt.stores.clickhouse.query(
-        f"SELECT user_id, count() AS n FROM {db}.memories FINAL WHERE {where} "
-        "GROUP BY user_id HAVING n > {floor:UInt64}",
+        f"SELECT tenant_id, user_id, count() AS n FROM {db}.memories FINAL WHERE {where} "
+        "GROUP BY tenant_id, user_id HAVING n > {floor:UInt64}",
         params,
     )
-    out.update(int(user) for user, _ in totals)
+    out.update(UserKey(t, int(user)) for t, user, _ in totals)
     return sorted(out)
 
 
@@ -102,8 +112,8 @@ def apply_consolidate(writer: Writer, item: IncomingCommand, _wall: datetime) ->
             WriteBatch(), command_results=[(cmd.command_id, error(ErrorCode.BAD_PARAMETER, msg))]
         )
     batch = WriteBatch()
-    held = writer.rt.cache.peek(cmd.user_id)
-    idx = held or _transient_index(writer.rt, cmd.user_id)
+    held = writer.rt.cache.peek(cmd.user_id, tenant=cmd.tenant_id)
+    idx = held or _transient_index(writer.rt, UserKey(cmd.tenant_id, cmd.user_id))
     with idx.lock:
         counters = counters_of(idx)
         needs = high_water_needs(counters, writer.s) if writer.s.consolidation_enabled else {}
@@ -113,11 +123,13 @@ def apply_consolidate(writer: Writer, item: IncomingCommand, _wall: datetime) ->
     return Applied(batch, command_results=[(cmd.command_id, ok(data))] if p.reply else [])
 
 
-def _transient_index(rt: Runtime, user_id: int) -> UserIndex:
+def _transient_index(rt: Runtime, user: UserKey) -> UserIndex:
     """The user's ACTIVE memories with their vectors, for this command only (not cached)."""
-    records = rt.memories.load(user_id, statuses=[Status.ACTIVE])
+    records = rt.memories.load(user.user_id, statuses=[Status.ACTIVE], tenant=user.tenant)
     vectors = rt.memories.vectors([r.memory_id for r in records]) if records else {}
-    idx = UserIndex(user_id, rt.settings.embedding_dim, capacity=max(64, len(records)))
+    idx = UserIndex(
+        user.user_id, rt.settings.embedding_dim, capacity=max(64, len(records)), tenant=user.tenant
+    )
     for r in records:
         if r.memory_id in vectors:
             idx.upsert(r, vectors[r.memory_id])

@@ -20,6 +20,7 @@ from dataflows.lifecycle.commands import recall_hits_command
 from dataflows.runtime import Runtime
 from schemas.commands import Command
 from schemas.events import TOPIC_COMMANDS, RecallHits
+from schemas.tenants import UserKey
 
 
 def parse_hits(msg: KafkaSourceMessage) -> RecallHits | Rejected:
@@ -41,12 +42,13 @@ def parse_hits(msg: KafkaSourceMessage) -> RecallHits | Rejected:
 
 def window_command(user_window: tuple[str, list[RecallHits]]) -> Command | None:
     """One ``recall_hits`` command for a user's window: hit counts and the latest hit time."""
-    user, hits = user_window
+    _, hits = user_window
     counts = Counter(mid for h in hits for mid in h.memory_ids)
     if not counts:
         return None
     at = max(h.at if h.at.tzinfo else h.at.replace(tzinfo=UTC) for h in hits)
-    return recall_hits_command(int(user), counts, at.astimezone(UTC), reply=False)
+    user = UserKey(hits[0].tenant_id, hits[0].user_id)
+    return recall_hits_command(user, counts, at.astimezone(UTC), reply=False)
 
 
 class _Commands(StatelessSinkPartition[Command]):

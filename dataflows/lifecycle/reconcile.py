@@ -27,6 +27,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -34,6 +35,7 @@ import redis
 from dataflows.lifecycle.paging import keyset_pages
 from dataflows.runtime import Runtime
 from schemas.enums import Status
+from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.memory_store import RECONCILE_KEY, milvus_row
 
 log = logging.getLogger(__name__)
@@ -46,29 +48,67 @@ MILVUS_BATCH = 16_384
 _EMBED_CHUNK = 256
 
 
+@dataclass(frozen=True)
+class Wanted:
+    """Whose drift a pass repairs: ``users`` of ``tenant``; None = any."""
+
+    users: frozenset[int] | None = None
+    tenant: str | None = None
+
+    @property
+    def everyone(self) -> bool:
+        return self.users is None and self.tenant is None
+
+    def __contains__(self, key: UserKey) -> bool:
+        return (self.tenant is None or key.tenant == self.tenant) and (
+            self.users is None or key.user_id in self.users
+        )
+
+    def sql(self, params: dict[str, Any]) -> str:
+        """`` AND ...`` conditions on ``memories`` for these users (into ``params``)."""
+        where = ""
+        if self.users is not None:
+            where += " AND user_id IN {users:Array(UInt64)}"
+            params["users"] = sorted(self.users)
+        if self.tenant is not None:
+            where += " AND tenant_id = {tenant:String}"
+            params["tenant"] = self.tenant
+        return where
+
+    def milvus(self) -> str:
+        conds = []
+        if self.users is not None:
+            conds.append(f"user_id in {json.dumps([str(u) for u in sorted(self.users)])}")
+        if self.tenant is not None:
+            conds.append(f"tenant_id == {json.dumps(self.tenant)}")
+        return " and ".join(conds)
+
+
 def reconcile(
     rt: Runtime,
     users: Iterable[int] | None = None,
     grace_s: float = RECONCILE_GRACE_S,
     page_size: int = 1000,
     pause_s: float = 0.0,
+    tenant: str | None = None,
 ) -> dict[str, int]:
-    """Repair drift for every user (or only ``users``); returns counts of what was fixed."""
-    wanted = None if users is None else set(users)
+    """Repair drift for every user (or only ``users``, only ``tenant``'s); returns counts
+    of what was fixed."""
+    wanted = Wanted(None if users is None else frozenset(users), tenant)
     stats: Counter[str] = Counter()
-    touched: set[int] = set()
+    touched: set[UserKey] = set()
     cutoff = max(0, time.time_ns() - int(grace_s * 1e9))
     _pending(rt, wanted, stats, touched)
     _store_to_milvus(rt, wanted, cutoff, page_size, pause_s, stats, touched)
     _milvus_to_store(rt, wanted, stats, touched)
-    for user_id in touched:
-        rt.cache.invalidate(user_id)
+    for key in touched:
+        rt.cache.invalidate(key.user_id, tenant=key.tenant)
     stats["caches_invalidated"] = len(touched)
     keys = ("pending", "missing_vectors", "orphans", "status_fixed", "cache_drift")
     return {k: stats[k] for k in (*keys, "caches_invalidated")}
 
 
-def _pending(rt: Runtime, wanted: set[int] | None, stats: Counter, touched: set[int]) -> None:
+def _pending(rt: Runtime, wanted: Wanted, stats: Counter, touched: set[UserKey]) -> None:
     """Sweep 1. Redis is a cache: unreachable, the other sweeps still find the drift."""
     client = rt.stores.redis.client
     try:
@@ -85,52 +125,52 @@ def _pending(rt: Runtime, wanted: set[int] | None, stats: Counter, touched: set[
 
 def _store_to_milvus(
     rt: Runtime,
-    wanted: set[int] | None,
+    wanted: Wanted,
     cutoff: int,
     page_size: int,
     pause_s: float,
     stats: Counter,
-    touched: set[int],
+    touched: set[UserKey],
 ) -> None:
-    where = "status IN ('ACTIVE', 'ARCHIVED') AND version < {cutoff:UInt64}"
     params: dict[str, Any] = {"cutoff": cutoff}
-    if wanted is not None:
-        where += " AND user_id IN {users:Array(UInt64)}"
-        params["users"] = sorted(wanted)
+    where = "status IN ('ACTIVE', 'ARCHIVED') AND version < {cutoff:UInt64}"
+    where += wanted.sql(params)
     ch = rt.stores.clickhouse
-    for rows in keyset_pages(ch, "user_id, memory_id, status", where, params, page_size, pause_s):
+    cols = "tenant_id, user_id, memory_id, status"
+    for rows in keyset_pages(ch, cols, where, params, page_size, pause_s):
         ids = [r["memory_id"] for r in rows]
         found = rt.stores.milvus.get(ids, ["memory_id", "status"])
         in_milvus = {m["memory_id"]: m["status"] for m in found}
-        suspects = {
-            r["memory_id"]: int(r["user_id"])
+        suspects: dict[str, UserKey | None] = {
+            r["memory_id"]: UserKey(r["tenant_id"], int(r["user_id"]))
             for r in rows
             if in_milvus.get(r["memory_id"]) != r["status"]
         }
         _repair(rt, suspects, wanted, stats, touched)
         for r in rows:  # hot-index drift, only for users cached right now
-            idx = rt.cache.peek(int(r["user_id"]))
+            key = UserKey(r["tenant_id"], int(r["user_id"]))
+            idx = rt.cache.peek(key.user_id, tenant=key.tenant)
             held = idx is not None and r["memory_id"] in idx
             if idx is not None and held != (r["status"] == Status.ACTIVE.value):
-                stats["cache_drift"] += int(idx.user_id not in touched)
-                touched.add(idx.user_id)
+                stats["cache_drift"] += int(key not in touched)
+                touched.add(key)
 
 
-def _milvus_to_store(
-    rt: Runtime, wanted: set[int] | None, stats: Counter, touched: set[int]
-) -> None:
+def _milvus_to_store(rt: Runtime, wanted: Wanted, stats: Counter, touched: set[UserKey]) -> None:
     mv = rt.stores.milvus
-    expr = "" if wanted is None else f"user_id in {json.dumps([str(u) for u in sorted(wanted)])}"
     it = mv.client.query_iterator(
-        mv.collection, batch_size=MILVUS_BATCH, filter=expr, output_fields=["memory_id", "user_id"]
+        mv.collection,
+        batch_size=MILVUS_BATCH,
+        filter=wanted.milvus(),
+        output_fields=["memory_id", "user_id", "tenant_id"],
     )
     try:
         while batch := it.next():
-            owner = {m["memory_id"]: int(m["user_id"]) for m in batch}
+            owner = {m["memory_id"]: _milvus_owner(m) for m in batch}
             rows = rt.stores.clickhouse.query(
                 f"SELECT memory_id FROM {rt.stores.clickhouse.database}.memories FINAL "
                 "WHERE user_id IN {u:Array(UInt64)} AND memory_id IN {ids:Array(String)}",
-                {"u": sorted(set(owner.values())), "ids": list(owner)},
+                {"u": sorted({k.user_id for k in owner.values()}), "ids": list(owner)},
             )
             known = {r[0] for r in rows}
             orphans = {mid: u for mid, u in owner.items() if mid not in known}
@@ -141,10 +181,10 @@ def _milvus_to_store(
 
 def _repair(
     rt: Runtime,
-    suspects: dict[str, int | None],
-    wanted: set[int] | None,
+    suspects: dict[str, UserKey | None],
+    wanted: Wanted,
     stats: Counter,
-    touched: set[int],
+    touched: set[UserKey],
 ) -> list[str]:
     """Make Milvus match ClickHouse for ``suspects`` (id → user, None = unknown).
 
@@ -154,15 +194,21 @@ def _repair(
     if not suspects:
         return []
     milvus = rt.stores.milvus
-    mv = {m["memory_id"]: m for m in milvus.get(list(suspects), ["memory_id", "user_id", "status"])}
+    fields = ["memory_id", "user_id", "tenant_id", "status"]
+    mv = {m["memory_id"]: m for m in milvus.get(list(suspects), fields)}
     owner = _owners(rt, suspects, mv)
     gone = [i for i in suspects if i not in owner]
-    if wanted is not None:
+    if not wanted.everyone:
         owner = {i: u for i, u in owner.items() if u in wanted}
     if not owner:
         return gone
-    loaded = rt.memories.load_many(sorted(set(owner.values())), memory_ids=list(owner))
-    records = {r.memory_id: r for r in loaded}
+    records: dict[str, Any] = {}
+    by_tenant: dict[str, set[int]] = {}
+    for key in owner.values():
+        by_tenant.setdefault(key.tenant, set()).add(key.user_id)
+    for tenant, users in by_tenant.items():
+        loaded = rt.memories.load_many(sorted(users), memory_ids=list(owner), tenant=tenant)
+        records.update({r.memory_id: r for r in loaded})
     missing = [records[i] for i in owner if i in records and i not in mv]
     full = []
     for start in range(0, len(missing), _EMBED_CHUNK):
@@ -186,18 +232,23 @@ def _repair(
     return [*gone, *owner]
 
 
+def _milvus_owner(row: dict[str, Any]) -> UserKey:
+    return UserKey(str(row.get("tenant_id") or DEFAULT_TENANT), int(row["user_id"]))
+
+
 def _owners(
-    rt: Runtime, suspects: dict[str, int | None], mv: dict[str, dict[str, Any]]
-) -> dict[str, int]:
+    rt: Runtime, suspects: dict[str, UserKey | None], mv: dict[str, dict[str, Any]]
+) -> dict[str, UserKey]:
     """The user of each suspect: given, else Milvus's row, else ClickHouse's (one query)."""
     owner = {i: u for i, u in suspects.items() if u is not None}
-    owner.update({i: int(mv[i]["user_id"]) for i in suspects if i not in owner and i in mv})
+    owner.update({i: _milvus_owner(mv[i]) for i in suspects if i not in owner and i in mv})
     unknown = [i for i in suspects if i not in owner]
     if unknown:
         rows = rt.stores.clickhouse.query(
-            f"SELECT memory_id, any(user_id) FROM {rt.stores.clickhouse.database}.memories "
+            f"SELECT memory_id, any(tenant_id), any(user_id) FROM "
+            f"{rt.stores.clickhouse.database}.memories "
             "WHERE memory_id IN {ids:Array(String)} GROUP BY memory_id",
             {"ids": unknown},
         )
-        owner.update({mid: int(u) for mid, u in rows})
+        owner.update({mid: UserKey(t, int(u)) for mid, t, u in rows})
     return owner

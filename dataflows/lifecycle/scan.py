@@ -33,12 +33,13 @@ from dataflows.lifecycle.rules import Action, Planned, plan_memory
 from dataflows.lifecycle.submit import Via
 from dataflows.runtime import Runtime
 from schemas.enums import Ownership, Status
+from schemas.tenants import DEFAULT_TENANT, UserKey
 
 log = logging.getLogger(__name__)
 MAX_IDS = 5000  # memory ids per command
 
 _COLUMNS = (
-    "memory_id, user_id, status, weight, weight_at, is_important, ownership, custom_tags, "
+    "tenant_id, memory_id, user_id, status, weight, weight_at, is_important, ownership, custom_tags, "
     "expire_at, archived_at, deleted_at, updated_at"
 )
 _DUE = """(
@@ -68,18 +69,20 @@ class ScanRow:
     deleted_at: datetime | None
     updated_at: datetime
     custom_tags: dict[str, Any] = field(default_factory=dict)
+    tenant_id: str = DEFAULT_TENANT
 
     @classmethod
     def of(
-        cls, r: dict[str, Any], tags_of: Callable[[int, str], dict[str, Any]] | None = None
+        cls, r: dict[str, Any], tags_of: Callable[[int, str, str], dict[str, Any]] | None = None
     ) -> ScanRow:
         """``tags_of`` opens the sealed tags (``MemoryStore.tags_of``); only AGENT rows
         need them (the persona exemption)."""
         ownership = Ownership(r["ownership"])
+        tenant = str(r.get("tenant_id") or DEFAULT_TENANT)
         tags: dict[str, Any] = {}
         if ownership is Ownership.AGENT:
             raw = r["custom_tags"] or ""
-            tags = tags_of(int(r["user_id"]), raw) if tags_of else json.loads(raw or "{}")
+            tags = tags_of(int(r["user_id"]), raw, tenant) if tags_of else json.loads(raw or "{}")
         return cls(
             r["memory_id"],
             int(r["user_id"]),
@@ -93,6 +96,7 @@ class ScanRow:
             _aware(r["deleted_at"]),
             _aware(r["updated_at"]),
             tags,
+            tenant,
         )
 
 
@@ -108,8 +112,10 @@ def plan_pass(
     users: Iterable[int] | None = None,
     page_size: int = 5000,
     pause_s: float = 0.0,
-) -> dict[int, list[Planned]]:
-    """The operations due at ``now``, per user (only ``users`` when given)."""
+    tenant: str | None = None,
+) -> dict[UserKey, list[Planned]]:
+    """The operations due at ``now``, per (tenant, user); only ``tenant``'s users when
+    given, and of those only ``users`` when given."""
     s = rt.settings
     slack = timedelta(seconds=1)
     params: dict[str, Any] = {
@@ -125,14 +131,17 @@ def plan_pass(
     if users is not None:
         params["users"] = sorted(set(users))
         where += " AND user_id IN {users:Array(UInt64)}"
-    out: dict[int, list[Planned]] = defaultdict(list)
+    if tenant is not None:
+        params["tenant"] = tenant
+        where += " AND tenant_id = {tenant:String}"
+    out: dict[UserKey, list[Planned]] = defaultdict(list)
     pages = keyset_pages(rt.stores.clickhouse, _COLUMNS, where, params, page_size, pause_s)
     for rows in pages:
         for r in rows:
             row = ScanRow.of(r, rt.memories.tags_of)
             planned = plan_memory(row, now, s)
             if planned is not None:
-                out[row.user_id].append(planned)
+                out[UserKey(row.tenant_id, row.user_id)].append(planned)
     return dict(out)
 
 
@@ -145,8 +154,10 @@ def run_pass(
     reconcile_grace_s: float = RECONCILE_GRACE_S,
     page_size: int = 5000,
     pause_s: float = 0.0,
+    tenant: str | None = None,
 ) -> dict[str, Any]:
-    """Reconcile, then plan and apply at ``now``; returns what was done.
+    """Reconcile, then plan and apply at ``now``; returns what was done. Every tenant's
+    users, or only ``tenant``'s (an admin key's pass); ``users`` narrows further.
 
     Summary: ``users`` (with something due), ``archived`` (decayed below the threshold),
     ``expired`` (archived at ``expire_at``), ``purged`` (with ``purged_deleted`` /
@@ -158,8 +169,8 @@ def run_pass(
     started = time.monotonic()
     now = require_aware(now, "now")
     wanted = None if users is None else sorted(set(users))
-    repaired = reconcile(rt, wanted, reconcile_grace_s, pause_s=pause_s)
-    plans = plan_pass(rt, now, wanted, page_size, pause_s)
+    repaired = reconcile(rt, wanted, reconcile_grace_s, pause_s=pause_s, tenant=tenant)
+    plans = plan_pass(rt, now, wanted, page_size, pause_s, tenant)
     pass_id = f"lifecycle@{now.isoformat()}"
     commands = [  # a user with a huge archive gets several commands, each a small message
         lifecycle_command(user, now, pass_id, [p.memory_id for p in ops[i : i + MAX_IDS]])
@@ -167,7 +178,8 @@ def run_pass(
         for i in range(0, len(ops), MAX_IDS)
     ]
     # after the user's archives (same key, so applied in order): merge crowded scopes
-    commands += [consolidate_command(u, now, pass_id) for u in crowded_users(rt, wanted)]
+    crowded = crowded_users(rt, wanted, tenant)
+    commands += [consolidate_command(u, now, pass_id) for u in crowded]
     done = {a.value: 0 for a in Action}
     purged: list[str] = []
     failed = merged = members = 0

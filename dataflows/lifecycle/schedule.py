@@ -32,11 +32,17 @@ class LifecyclePasses:
         self._thread: threading.Thread | None = None
         self.last: dict[str, Any] | None = None
 
-    def run(self, now: datetime | None = None, users: Iterable[int] | None = None) -> dict:
-        """One pass at ``now`` (default: the wall clock); waits for a pass in progress."""
+    def run(
+        self,
+        now: datetime | None = None,
+        users: Iterable[int] | None = None,
+        tenant: str | None = None,
+    ) -> dict:
+        """One pass at ``now`` (default: the wall clock) over every tenant, or ``tenant``
+        only; waits for a pass in progress."""
         now = now or datetime.now(UTC)
         with self._lock:
-            self.last = run_pass(self.rt, now, self.via, users=users)
+            self.last = run_pass(self.rt, now, self.via, users=users, tenant=tenant)
             return self.last
 
     def start(self) -> None:

@@ -43,12 +43,12 @@ class KafkaVia:
         for cmd in commands:
             bus.produce_json(topic, str(cmd.user_id), cmd.model_dump(mode="json"))
         bus.flush(10)
-        return self._wait([c.command_id for c in commands])
+        return self._wait([c.result_id for c in commands])
 
-    def _wait(self, command_ids: list[str]) -> list[Result]:
+    def _wait(self, result_ids: list[str]) -> list[Result]:
         client = self.stores.redis.client
-        slot = {result_key(cid): i for i, cid in enumerate(command_ids)}
-        out: list[Result] = [None] * len(command_ids)
+        slot = {result_key(rid): i for i, rid in enumerate(result_ids)}
+        out: list[Result] = [None] * len(result_ids)
         deadline = time.monotonic() + self.timeout_s
         while slot and time.monotonic() < deadline:
             got = client.blpop(list(slot), timeout=0.3)  # under the client's socket timeout

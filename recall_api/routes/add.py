@@ -18,6 +18,7 @@ from schemas.commands import StructuredMemory
 from schemas.enums import Level, Ownership
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent, Message, Strategy, UserId
+from schemas.tenants import scoped
 from sinks.errors import StoreUnavailable
 from sinks.sealed import seal_event_bytes
 
@@ -42,9 +43,11 @@ class StructuredRequest(StructuredMemory):
     request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
-def add_task_id(user_id: int, request_id: str) -> str:
-    """The task of an add: the same for a resend of the same request (idempotent)."""
-    return "t_" + hashlib.sha256(f"{user_id}:{request_id}".encode()).hexdigest()[:24]
+def add_task_id(user_id: int, request_id: str, tenant: str) -> str:
+    """The task of an add: the same for a resend of the same request (idempotent), and
+    another for the same request id of another tenant."""
+    raw = scoped(tenant, f"{user_id}:{request_id}")
+    return "t_" + hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
 def event_bytes(event: ConversationEvent, max_bytes: int) -> bytes:
@@ -59,8 +62,8 @@ def event_bytes(event: ConversationEvent, max_bytes: int) -> bytes:
     return data
 
 
-def check_switch(svc: Services, user_id: int, app_id: str | None) -> None:
-    switches = svc.switches.get(user_id)
+def check_switch(svc: Services, user_id: int, app_id: str | None, tenant: str) -> None:
+    switches = svc.switches.get(user_id, tenant=tenant)
     if not switches.global_enabled:
         raise ApiError(ErrorCode.SWITCHED_OFF, "memory is switched off for this user")
     if app_id and app_id in switches.disabled_apps:
@@ -81,26 +84,29 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]
                 f"messages[{i}].content exceeds {s.max_message_bytes} bytes",
             )
     request_id = body.request_id or f"r_{uuid.uuid4().hex}"
+    t = caller.tenant
     try:
         event = ConversationEvent(
-            task_id=add_task_id(body.user_id, request_id),
+            task_id=add_task_id(body.user_id, request_id, t),
+            tenant_id=t,
             **body.model_dump(exclude_none=True, exclude={"request_id"}),
         )
     except ValidationError as exc:  # the rule broken, not the input (it may be content)
         msg = "; ".join(e["msg"] for e in exc.errors()[:3])
         raise ApiError(ErrorCode.BAD_PARAMETER, msg) from None
-    check_switch(svc, body.user_id, body.app_id)
+    check_switch(svc, body.user_id, body.app_id, t)
     payload = event_bytes(event, s.max_event_bytes)
     # sealed with the user's data key: a purge leaves no readable copy in the topic
-    payload = seal_event_bytes(svc.memories.cipher, body.user_id, event.task_id, payload)
+    payload = seal_event_bytes(svc.memories.cipher, body.user_id, event.task_id, payload, t)
     tasks, bus = svc.tasks, svc.stores.kafka
     try:
         svc.stores.redis.client.ping()  # the task status must be recordable: say so now
     except OUTAGES as exc:
         raise unavailable("Redis", request_id) from exc
-    if (known := tasks.get(event.task_id)) is not None and known["status"] != "failed":
+    known = tasks.get(event.task_id, tenant=t)
+    if known is not None and known["status"] != "failed":
         return {"code": 0, "msg": "ok", "data": {"task_id": event.task_id, "accepted": True}}
-    tasks.accepted(event.task_id, body.user_id, app_id=body.app_id, kid=caller.kid)
+    tasks.accepted(event.task_id, body.user_id, tenant=t, app_id=body.app_id, kid=caller.kid)
 
     def delivered(err, _msg) -> None:
         if err is not None:
@@ -114,6 +120,7 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]
                         failed=True,
                         code=int(ErrorCode.UNAVAILABLE),
                         reason=f"could not hand over to Kafka: {err}",
+                        tenant_id=t,
                     )
                 ]
             )
@@ -134,15 +141,17 @@ async def add_structured(
 ) -> dict[str, Any]:
     """Write one memory directly (no extraction, no evolution); answers once durable."""
     caller.check_write_scope(body.level, body.app_id)
-    check_switch(svc, body.user_id, body.app_id)
+    check_switch(svc, body.user_id, body.app_id, caller.tenant)
     payload = body.model_dump(mode="json", exclude={"request_id", "user_id"}, exclude_none=True)
-    data = await run_command(svc, "add_structured", body.user_id, payload, body.request_id)
+    data = await run_command(
+        svc, "add_structured", body.user_id, payload, body.request_id, tenant=caller.tenant
+    )
     return {"code": 0, "msg": "ok", "data": data}
 
 
 @router.get("/tasks/{task_id}")
 def task_status(task_id: str, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
-    found = svc.tasks.get(task_id)
+    found = svc.tasks.get(task_id, tenant=caller.tenant)
     if found is None and not svc.stores.redis.ping():  # unknown, or only unreadable now?
         raise unavailable("Redis (task status)")
     if found is None or not caller.may_see_task(found):

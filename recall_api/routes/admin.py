@@ -9,16 +9,24 @@ tier does not import the dataflows.
 
 ``POST /admin/v1/sql {"query": "SELECT ...", "max_rows"?: n}`` runs a read-only query
 (ClickHouse ``readonly=1``) on the store, for ``memstream sql`` in embedded mode.
+
+An admin key is the admin of its tenant only: its lifecycle pass covers that tenant's
+users, and its SQL sees that tenant's rows of every table that holds ``tenant_id``
+(ClickHouse ``additional_table_filters``, which a query cannot turn off under
+``readonly``), with table functions and system tables refused (they would read around
+the filter). With no keys configured (local mode) both cover every tenant.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from recall_api.access import Caller
 from recall_api.deps import caller_of
 from recall_api.errors import ApiError
 from schemas.errors import ErrorCode
@@ -26,6 +34,13 @@ from schemas.events import UserId
 
 router = APIRouter(prefix="/admin/v1", tags=["admin"])
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+# What reads around a per-table filter: a table function (``merge(...)``, ``file(...)``,
+# ``remote(...)``), a system or information-schema table.
+_AROUND_FILTER = re.compile(
+    r"\b(?:FROM|JOIN)\s+[A-Za-z_][A-Za-z0-9_]*\s*\(|\bsystem\s*\.|\binformation_schema\b"
+    r"|\bINTO\s+OUTFILE\b",
+    re.IGNORECASE,
+)
 
 
 def _loopback(request: Request) -> None:
@@ -34,13 +49,14 @@ def _loopback(request: Request) -> None:
         raise ApiError(ErrorCode.UNAUTHENTICATED, "admin endpoints answer loopback callers only")
 
 
-def _admin(request: Request, _: Annotated[None, Depends(_loopback)]) -> None:
+def _admin(request: Request, _: Annotated[None, Depends(_loopback)]) -> Caller:
     """Loopback callers only; once keys are configured, with an admin key too."""
     caller = caller_of(request)
     caller.require_admin("/admin")
+    return caller
 
 
-LoopbackOnly = Annotated[None, Depends(_admin)]
+LoopbackOnly = Annotated[Caller, Depends(_admin)]
 
 
 class LifecycleRunRequest(BaseModel):
@@ -51,14 +67,17 @@ class LifecycleRunRequest(BaseModel):
 
 
 @router.post("/lifecycle/run")
-def lifecycle_run(body: LifecycleRunRequest, request: Request, _: LoopbackOnly) -> dict[str, Any]:
+def lifecycle_run(
+    body: LifecycleRunRequest, request: Request, caller: LoopbackOnly
+) -> dict[str, Any]:
     """One lifecycle pass (archive, expiry, purge, reconcile) at ``now``; answers its summary."""
     runner = getattr(request.app.state, "lifecycle_runner", None)
     if runner is None:
         raise ApiError(ErrorCode.UNAVAILABLE, "this process runs no lifecycle passes")
     now = body.now or datetime.now(UTC)
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    return {"code": 0, "msg": "ok", "data": runner(now=now, users=body.users)}
+    scope = {} if caller.role is None else {"tenant": caller.tenant}  # a key: its tenant
+    return {"code": 0, "msg": "ok", "data": runner(now=now, users=body.users, **scope)}
 
 
 class SqlRequest(BaseModel):
@@ -69,12 +88,17 @@ class SqlRequest(BaseModel):
 
 
 @router.post("/sql")
-def sql(body: SqlRequest, request: Request, _: LoopbackOnly) -> dict[str, Any]:
+def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> dict[str, Any]:
     """Read-only SQL on the ClickHouse store; any write is refused by ClickHouse itself."""
-    try:
-        columns, rows = request.app.state.stores.clickhouse.query_readonly(
-            body.query, body.max_rows
+    store = request.app.state.stores.clickhouse
+    tenant = None if caller.role is None else caller.tenant
+    if tenant is not None and (found := _AROUND_FILTER.search(body.query)):
+        raise ApiError(
+            ErrorCode.UNAUTHENTICATED,
+            f"a tenant's SQL reads its own tables only ({found.group(0).strip()!r} refused)",
         )
+    try:
+        columns, rows = store.query_readonly(body.query, body.max_rows, tenant=tenant)
     except Exception as exc:  # the server's message is the useful answer (syntax, READONLY)
         raise ApiError(ErrorCode.BAD_PARAMETER, str(exc).splitlines()[0][:1000]) from None
     return {"code": 0, "msg": "ok", "data": {"columns": columns, "rows": rows}}

@@ -100,24 +100,27 @@ def _ok(data: Any) -> dict[str, Any]:
 @router.post("/update")
 async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     """Content and/or meta; a text change re-embeds and re-hashes, meta alone does not."""
+    t = caller.tenant
     if caller.is_app:
-        caller.writable(svc.memories.get(body.user_id, body.memory_id), body.memory_id)
+        caller.writable(svc.memories.get(body.user_id, body.memory_id, tenant=t), body.memory_id)
     payload = body.model_dump(
         mode="json", exclude={"user_id", "request_id", "clear_expire_at"}, exclude_none=True
     )
     if body.clear_expire_at:
         payload["expire_at"] = None
-    return _ok(await run_command(svc, "update", body.user_id, payload, body.request_id))
+    data = await run_command(svc, "update", body.user_id, payload, body.request_id, tenant=t)
+    return _ok(data)
 
 
 @router.post("/delete")
 async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     """Soft delete: gone from recall when this returns; purged after the retention."""
+    t = caller.tenant
     payload: dict[str, Any] = {"memory_ids": [body.memory_id]}
     if caller.is_app:
-        caller.writable(svc.memories.get(body.user_id, body.memory_id), body.memory_id)
+        caller.writable(svc.memories.get(body.user_id, body.memory_id, tenant=t), body.memory_id)
         payload["access"] = caller.access_payload()
-    data = await run_command(svc, "delete", body.user_id, payload, body.request_id)
+    data = await run_command(svc, "delete", body.user_id, payload, body.request_id, tenant=t)
     return _ok(data)
 
 
@@ -134,24 +137,26 @@ async def batch_delete(
     payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
     if caller.is_app:
         if body.memory_ids:
-            found = {
-                r.memory_id: r for r in svc.memories.load(body.user_id, memory_ids=body.memory_ids)
-            }
+            rows = svc.memories.load(body.user_id, memory_ids=body.memory_ids, tenant=caller.tenant)
+            found = {r.memory_id: r for r in rows}
             for mid in body.memory_ids:
                 if mid in found:
                     caller.writable(found[mid], mid)
         payload["access"] = caller.access_payload()
-    return _ok(await run_command(svc, "delete", body.user_id, payload, body.request_id))
+    data = await run_command(
+        svc, "delete", body.user_id, payload, body.request_id, tenant=caller.tenant
+    )
+    return _ok(data)
 
 
 @router.post("/history")
 def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     """The memory's whole chain: what it superseded, what superseded it, every change."""
-    mem = svc.memories
-    current = mem.get(body.user_id, body.memory_id)
+    mem, t = svc.memories, caller.tenant
+    current = mem.get(body.user_id, body.memory_id, tenant=t)
     if current is None or not caller.can_read(current):
         raise ApiError(ErrorCode.NOT_FOUND, f"memory '{body.memory_id}' not found")
-    everything = {r.memory_id: r for r in caller.visible(mem.load(body.user_id))}
+    everything = {r.memory_id: r for r in caller.visible(mem.load(body.user_id, tenant=t))}
     chain = [current]
     back = {r.superseded_by: r for r in everything.values() if r.superseded_by}
     while chain[0].memory_id in back and back[chain[0].memory_id] not in chain:
@@ -162,6 +167,7 @@ def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[s
         chain.append(everything[chain[-1].superseded_by])
     changes, _ = svc.changelog.query(
         body.user_id,
+        tenant=t,
         memory_ids=[r.memory_id for r in chain],
         visible_apps=caller.app_ids,
         limit=10_000,
@@ -181,6 +187,7 @@ def change_log(body: ChangeLogRequest, svc: ServicesDep, caller: CallerDep) -> d
     caller.check_app(body.app_id)
     rows, total = svc.changelog.query(
         body.user_id,
+        tenant=caller.tenant,
         app_id=body.app_id,
         visible_apps=caller.app_ids,
         level=body.level,

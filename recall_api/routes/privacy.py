@@ -73,7 +73,7 @@ def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> dic
     if body.include_deleted:
         statuses.append(Status.DELETED)
     rows = sorted(
-        caller.visible(svc.memories.load(body.user_id, statuses=statuses)),
+        caller.visible(svc.memories.load(body.user_id, statuses=statuses, tenant=caller.tenant)),
         key=lambda r: (r.created_at, r.memory_id),
     )
     start = (body.page - 1) * body.page_size
@@ -105,10 +105,12 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> dict
         # (stores, topics, snapshots, exports, backups) unreadable at once; the writer
         # destroys it again in its order (``shred``), so nothing written meanwhile
         # survives either. A scoped purge keeps the key (the user's other memories).
-        await asyncio.to_thread(svc.memories.cipher.destroy, body.user_id)
-        shredded = export.delete_user_exports(svc, body.user_id)
+        await asyncio.to_thread(svc.memories.cipher.destroy, body.user_id, caller.tenant)
+        shredded = export.delete_user_exports(svc, body.user_id, caller.tenant)
         payload["shred"] = True
-    data = await run_command(svc, "delete", body.user_id, payload, body.request_id)
+    data = await run_command(
+        svc, "delete", body.user_id, payload, body.request_id, tenant=caller.tenant
+    )
     data["crypto_shredded"] = shredded is not None
     if shredded is not None:
         data["exports_deleted"] = shredded
@@ -124,14 +126,15 @@ def switch(body: SwitchRequest, svc: ServicesDep, caller: CallerDep) -> dict[str
     if body.app_id is None:
         caller.require_admin("the global switch")
     caller.check_app(body.app_id)
-    svc.switches.set(body.user_id, body.app_id, body.enabled)
+    svc.switches.set(body.user_id, body.app_id, body.enabled, tenant=caller.tenant)
     return _ok({"user_id": body.user_id, "app_id": body.app_id, "enabled": body.enabled})
 
 
 @router.post("/export")
 def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     caller.require_admin("export")
-    return _ok({"export_id": export.start_export(svc, body.user_id), "status": "running"})
+    export_id = export.start_export(svc, body.user_id, caller.tenant)
+    return _ok({"export_id": export_id, "status": "running"})
 
 
 @router.get("/export/{export_id}")
@@ -139,7 +142,7 @@ def export_status(
     export_id: str, svc: ServicesDep, caller: CallerDep, link_ttl_s: int = 3600
 ) -> dict[str, Any]:
     caller.require_admin("export")
-    found = export.status(svc, export_id)
+    found = export.status(svc, export_id, caller.tenant)
     if found is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown export '{export_id}'")
     if found["status"] == "done":
@@ -159,9 +162,9 @@ def download(export_id: str, expires: int, sig: str, svc: ServicesDep) -> Stream
     found = export.file_of(svc, export_id)
     if found is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"export '{export_id}' has no file (expired or purged)")
-    path, user_id = found
+    path, user_id, tenant = found
     return StreamingResponse(
-        export.read_lines(svc, path, user_id),
+        export.read_lines(svc, path, user_id, tenant),
         media_type="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{export_id}.jsonl"'},
     )

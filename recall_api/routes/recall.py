@@ -25,6 +25,7 @@ from schemas.enums import MemType, Ownership
 from schemas.errors import ErrorCode
 from schemas.events import UserId
 from schemas.memory import MemoryRecord
+from schemas.tenants import DEFAULT_TENANT
 
 router = APIRouter(prefix="/memory/v1", tags=["recall"])
 
@@ -73,9 +74,12 @@ class RecallRequest(_Strict):
             raise ValueError("as_of needs a timezone, e.g. 2025-01-31T12:00:00Z")
         return v
 
-    def params(self, default_top_k: int, default_timeout_ms: int) -> RecallParams:
+    def params(
+        self, default_top_k: int, default_timeout_ms: int, tenant: str = DEFAULT_TENANT
+    ) -> RecallParams:
         scope = ScopeRequest(
             user_id=self.user_id,
+            tenant_id=tenant,
             include_global=self.scope.include_global,
             app_id=self.scope.app_id,
             session_id=self.scope.session_id,
@@ -110,9 +114,10 @@ async def recall(
         )
     recaller = recaller_for(request.app.state, svc)
     s = svc.settings
-    hits = await recaller.recall(body.params(s.default_top_k, s.recall_timeout_ms))
+    hits = await recaller.recall(body.params(s.default_top_k, s.recall_timeout_ms, caller.tenant))
     items = [item(record, ranked) for record, ranked in hits]
-    recaller.hits.submit(body.user_id, [i["memory_id"] for i in items])  # off this thread
+    # off this thread
+    recaller.hits.submit(body.user_id, [i["memory_id"] for i in items], caller.tenant)
     return envelope(ErrorCode.OK, "ok", {"hit": bool(items), "memories": items})
 
 

@@ -28,5 +28,7 @@ class SessionCloseRequest(BaseModel):
 async def close(body: SessionCloseRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
     caller.check_write_scope("SESSION", body.app_id)
     payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
-    data = await run_command(svc, "session_close", body.user_id, payload, body.request_id)
+    data = await run_command(
+        svc, "session_close", body.user_id, payload, body.request_id, tenant=caller.tenant
+    )
     return {"code": 0, "msg": "ok", "data": data}

@@ -35,7 +35,7 @@ def _extracted(rt, user_id: int, task: str, *texts: str, app_id: str | None = No
     facts = [
         FactItem(
             Fact(text=t, msg_index=i, msg_id=f"{task}-{i}"),
-            memory_id_for(f"{task}:{i}", 0, user_id=user_id),
+            memory_id_for(f"{task}:{i}", 0, user_id=user_id, tenant="default"),
             task,
             inc,
             vectors[i],

@@ -25,7 +25,7 @@ def _extracted(rt, user_id: int, task: str, text: str) -> Extracted:
     inc = Incoming(event, task, Source("memory.conversations", 0, 0, None, None))
     fact = FactItem(
         Fact(text=text, msg_index=0, msg_id=f"{task}-0"),
-        memory_id_for(task, 0, user_id=user_id),
+        memory_id_for(task, 0, user_id=user_id, tenant="default"),
         task,
         inc,
         rt.embedder.embed([text])[0],

@@ -32,6 +32,7 @@ class Rec:
     invalid_at: datetime | None
     custom_tags: dict[str, Any] = field(default_factory=dict)
     memory_id: str = ""
+    tenant_id: str = "default"
 
 
 def at(day: int) -> datetime:
@@ -58,6 +59,7 @@ def records_near(req: ScopeRequest) -> st.SearchStrategy[Rec]:
         _rec,
         slots,
         user_id=st.sampled_from([*[req.user_id] * 5, req.user_id + 1]),
+        tenant_id=st.sampled_from([*[req.tenant_id] * 5, "default", "t2"]),  # same id, 2 people
         ownership=st.sampled_from(list(Ownership)),
         mem_type=st.sampled_from(list(MemType)),
         status=st.sampled_from([Status.ACTIVE, Status.ACTIVE, *Status]),
@@ -75,6 +77,7 @@ def _rec(slot: tuple[Level, str | None, str | None], **kw: Any) -> Rec:
 requests = st.builds(
     ScopeRequest,
     user_id=st.sampled_from([1, 2]),
+    tenant_id=st.sampled_from(["default", "default", "t2"]),
     include_global=st.sampled_from([True, True, False]),
     app_id=st.sampled_from(APPS),
     session_id=st.sampled_from(SESSIONS),
@@ -111,7 +114,7 @@ def tag_ok(tags: dict[str, Any], f: str) -> bool:
 
 def visible(rec: Rec, req: ScopeRequest, sw: Switches) -> bool:
     """Brute-force reference: may this request see this memory?"""
-    if rec.user_id != req.user_id or rec.status == Status.DELETED:
+    if rec.user_id != req.user_id or rec.tenant_id != req.tenant_id or rec.status == Status.DELETED:
         return False
     req_app = req.app_id or None
     app_off = req_app is not None and req_app in sw.disabled_apps

@@ -43,25 +43,28 @@ def test_equivalent_texts_share_a_hash_and_different_ones_do_not():
 
 
 def test_memory_id_shape_and_stability():
-    mid = memory_id_for("task-1", 0, user_id=42)
+    mid = memory_id_for("task-1", 0, user_id=42, tenant="default")
     assert re.fullmatch(r"m_[0-9a-f]{24}", mid)
-    assert mid == memory_id_for("task-1", 0, user_id=42)
-    assert mid != memory_id_for("task-1", 1, user_id=42)
-    assert mid != memory_id_for("task-1", 0, user_id=43)
+    assert mid == memory_id_for("task-1", 0, user_id=42, tenant="default")
+    assert mid != memory_id_for("task-1", 1, user_id=42, tenant="default")
+    assert mid != memory_id_for("task-1", 0, user_id=43, tenant="default")
+    # the same task of user 42 in another tenant is another memory; default ids unchanged
+    assert mid != memory_id_for("task-1", 0, user_id=42, tenant="t2")
+    assert mid == stable_id("m_", 42, "task-1", 0)
 
 
 def test_memory_id_is_stable_across_processes():
-    code = "from core.hashing import memory_id_for; print(memory_id_for('task-1', 3, user_id=7))"
+    code = "from core.hashing import memory_id_for; print(memory_id_for('task-1', 3, user_id=7, tenant='default'))"
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
         env={"PYTHONHASHSEED": "123", "PATH": ""},
     )  # fmt: skip
-    assert out.stdout.strip() == memory_id_for("task-1", 3, user_id=7)
+    assert out.stdout.strip() == memory_id_for("task-1", 3, user_id=7, tenant="default")
 
 
 def test_memory_id_requires_a_non_negative_index():
     with pytest.raises(ValueError):
-        memory_id_for("t", -1, user_id=1)
+        memory_id_for("t", -1, user_id=1, tenant="default")
 
 
 def test_change_ids_differ_by_op_cause_and_seq():

@@ -47,6 +47,7 @@ def _row(i: int, r: Rec) -> dict:
     return {
         "memory_id": f"m{i}",
         "user_id": str(r.user_id),
+        "tenant_id": r.tenant_id,
         "app_id": r.app_id or "",
         "session_id": r.session_id or "",
         "level": r.level.value,

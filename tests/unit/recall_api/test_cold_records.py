@@ -37,7 +37,7 @@ class FakeStore:
         self.loads = 0
         self.hook = None
 
-    def load(self, user_id, statuses=None, memory_ids=None):
+    def load(self, user_id, statuses=None, memory_ids=None, *, tenant="default"):
         self.loads += 1
         if self.hook:
             self.hook()
@@ -47,8 +47,8 @@ class FakeStore:
 def test_loads_once_and_mirrors_writes_including_the_lexical_index():
     store = FakeStore([rec("a", "I like hotpot"), rec("d", "gone", Status.DELETED)])
     cold = ColdRecords(store, budget_bytes=10**6)
-    entry = cold.get(1)
-    assert set(entry.records) == {"a"} and cold.get(1) is entry and store.loads == 1
+    entry = cold.get(1, tenant="default")
+    assert set(entry.records) == {"a"} and cold.get(1, tenant="default") is entry and store.loads == 1
     cold.apply(
         WriteBatch(
             memories=[
@@ -71,16 +71,16 @@ def test_a_write_during_the_load_keeps_that_load_out_of_the_cache():
     store = FakeStore([rec("a", "old text")])
     cold = ColdRecords(store, budget_bytes=10**6)
     store.hook = lambda: cold.apply(WriteBatch(memories=[rec("a", "new text")]))
-    first = cold.get(1)
+    first = cold.get(1, tenant="default")
     assert first.records["a"].content == "old text"  # this request's view, used once
     store.hook = None
     store.records = [rec("a", "new text")]
-    assert cold.get(1).records["a"].content == "new text" and store.loads == 2
+    assert cold.get(1, tenant="default").records["a"].content == "new text" and store.loads == 2
 
 
 def test_lru_budget_evicts_the_least_recent_user():
     store = FakeStore([rec("a", "x" * 100, user=1), rec("b", "y" * 100, user=2)])
     cold = ColdRecords(store, budget_bytes=1200)
-    cold.get(1)
-    cold.get(2)
-    assert cold.peek(1) is None and cold.peek(2) is not None
+    cold.get(1, tenant="default")
+    cold.get(2, tenant="default")
+    assert cold.peek(1, tenant="default") is None and cold.peek(2, tenant="default") is not None
