@@ -25,6 +25,7 @@ from dataflows.ingest.flow import build_flow
 from dataflows.runner import FlowThread
 from ops.bench_env import BenchStack, bench_stack, percentiles
 from schemas.events import TOPIC_CONVERSATIONS
+from schemas.tenants import DEFAULT_TENANT
 
 CITIES = ["Lisbon", "Porto", "Madrid", "Berlin", "Osaka", "Lima", "Quito", "Oslo", "Cairo", "Perth"]
 FOODS = ["sushi", "ramen", "tacos", "paella", "pho", "curry", "dumplings", "falafel"]
@@ -107,14 +108,14 @@ def wait_done(
     chunk = 200
     while pending and time.monotonic() < deadline:
         asked = pending[:chunk]
-        found = env.runtime.tasks.get_many(asked)
+        found = env.runtime.tasks.get_many(asked, tenant=DEFAULT_TENANT)
         finished = {t for t, st in found.items() if st["status"] in ("done", "failed")}
         results.update((t, found[t]) for t in finished)
         pending = [t for t in pending if t not in finished]
         if pending and len(finished) < len(asked):
             time.sleep(poll_s)
     if pending:  # out of time: the last word on every task still pending
-        found = env.runtime.tasks.get_many(pending)
+        found = env.runtime.tasks.get_many(pending, tenant=DEFAULT_TENANT)
         results.update((t, st) for t, st in found.items() if st["status"] in ("done", "failed"))
         pending = [t for t in pending if t not in results]
     return {"results": results, "missing": len(pending)}

@@ -35,6 +35,7 @@ from ops.quality_ask import APP, TOP_K, answer_all, sources
 from ops.quality_baselines import Answer
 from ops.quality_data import TYPES, Dataset, generate
 from schemas.enums import Status
+from schemas.tenants import DEFAULT_TENANT
 
 LIFTED = 1_000_000  # "lifted": nothing is evicted or consolidated
 
@@ -123,7 +124,10 @@ def bench_quality(
             _say(f"ingesting {len(data.turns())} turns in {len(data.users) * sessions} sessions")
             ingest = _ingest(env, data)
             _say(f"ingested in {ingest['seconds']} s; asking {len(questions)} questions")
-            stored = {u.user_id: env.runtime.memories.load(u.user_id) for u in data.users}
+            stored = {
+                u.user_id: env.runtime.memories.load(u.user_id, tenant=DEFAULT_TENANT)
+                for u in data.users
+            }
             by_mode, at_default, deleted = answer_all(env, data, stored)
         finally:
             flow.stop()

@@ -48,6 +48,7 @@ from recall_api.app import create_app
 from recall_api.services import Services
 from schemas.enums import Level, MemType, Ownership
 from schemas.memory import MemoryRecord
+from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks import keystore
 from sinks.memory_store import WriteBatch
 
@@ -186,10 +187,11 @@ def _cache_phase(cache: Any, hits: int, misses: int) -> dict[str, Any]:
 
 def _warm(cache: Any, user_ids: list[int]) -> None:
     if hasattr(cache, "warm"):
-        cache.warm(user_ids)  # one ClickHouse query + one Milvus read for the group
+        # one ClickHouse query + one Milvus read for the group
+        cache.warm([UserKey(DEFAULT_TENANT, u) for u in user_ids])
     else:
         for uid in user_ids:
-            cache.get(uid)
+            cache.get(uid, tenant=DEFAULT_TENANT)
 
 
 def settle(idle_cores: float = 0.15, quiet_s: float = 2.0, max_s: float = 180.0) -> float:

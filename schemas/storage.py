@@ -152,6 +152,7 @@ class MilvusField:
     max_length: int = 0
     primary: bool = False
     partition_key: bool = False
+    default: str | None = None  # a row written without the field holds this
 
 
 def milvus_fields(dim: int) -> list[MilvusField]:
@@ -159,7 +160,7 @@ def milvus_fields(dim: int) -> list[MilvusField]:
     return [
         MilvusField("memory_id", "VARCHAR", 64, primary=True),
         MilvusField("user_id", "VARCHAR", 24, partition_key=True),
-        MilvusField("tenant_id", "VARCHAR", 64),
+        MilvusField("tenant_id", "VARCHAR", 64, default="default"),
         MilvusField("vector", "FLOAT_VECTOR", dim),
         MilvusField("app_id", "VARCHAR", 128),
         MilvusField("session_id", "VARCHAR", 128),

@@ -318,6 +318,22 @@ class MemoryStore:
             self.cipher.prefetch(user_ids, tenant)
         return [self._record(r) for r in rows]
 
+    def load_ids(self, memory_ids: list[str]) -> list[MemoryRecord]:
+        """Current versions of these memories whoever holds them (system passes: re-embed,
+        the model check); each opened with its own (tenant, user) key."""
+        if not memory_ids:
+            return []
+        rows = self.stores.clickhouse.query_dicts(
+            f"SELECT * FROM {self.db}.memories FINAL WHERE memory_id IN {{ids:Array(String)}}",
+            {"ids": list(memory_ids)},
+        )
+        tenants: dict[str, set[int]] = {}
+        for r in rows:
+            tenants.setdefault(str(r["tenant_id"]), set()).add(int(r["user_id"]))
+        for tenant, users in tenants.items():
+            self.cipher.prefetch(users, tenant)
+        return [self._record(r) for r in rows]
+
     def get(self, user_id: int, memory_id: str, *, tenant: str) -> MemoryRecord | None:
         found = self.load(user_id, memory_ids=[memory_id], tenant=tenant)
         return found[0] if found else None

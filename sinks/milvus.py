@@ -119,6 +119,8 @@ class MilvusStore:
                 kwargs["is_primary"] = True
             if f.partition_key:
                 kwargs["is_partition_key"] = True
+            if f.default is not None:
+                kwargs["default_value"] = f.default
             schema.add_field(f.name, getattr(DataType, f.kind), **kwargs)
         index = self.client.prepare_index_params()
         index.add_index(
@@ -127,8 +129,8 @@ class MilvusStore:
             metric_type="COSINE",
             params={"M": 16, "efConstruction": 200},
         )
-        for name in MILVUS_SCALAR_INDEXES:
-            index.add_index(field_name=name, index_type="INVERTED")
+        for field in MILVUS_SCALAR_INDEXES:
+            index.add_index(field_name=field, index_type="INVERTED")
         self.client.create_collection(name or self.collection, schema=schema, index_params=index)
 
     def ping(self) -> bool:

@@ -154,8 +154,7 @@ def _page(memories: MemoryStore, after: tuple[int, str] | None, limit: int) -> l
     )
     if not keys:
         return []
-    users = sorted({int(u) for u, _ in keys})
-    records = memories.load_many(users, memory_ids=[mid for _, mid in keys])
+    records = memories.load_ids([mid for _, mid in keys])
     return sorted(records, key=lambda m: (m.user_id, m.memory_id))
 
 

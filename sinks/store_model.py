@@ -166,8 +166,7 @@ class StoreModel:
         if not stored:
             return None
         ids = list(stored)[:SAMPLE]
-        users = sorted({int(u) for u, mid in keys if mid in ids})
-        records = self.memories.load_many(users, memory_ids=ids)
+        records = self.memories.load_ids(ids)
         if any(stored[r.memory_id].shape[0] != embedder.dim for r in records):
             return False
         fresh = embedder.embed([r.content for r in records])

@@ -70,9 +70,9 @@ class FactItem:
 class Extracted:
     user_id: int
     tasks: list[Incoming]
-    tenant_id: str = DEFAULT_TENANT
     facts: list[FactItem] = field(default_factory=list)
     failures: list[Rejected] = field(default_factory=list)
+    tenant_id: str = DEFAULT_TENANT
 
 
 @dataclass

@@ -51,5 +51,5 @@ def seed(rt: Any, *records: MemoryRecord) -> list[MemoryRecord]:
         )
     )
     for user_id in {r.user_id for r in records}:
-        rt.cache.invalidate(user_id)
+        rt.cache.invalidate(user_id, tenant="default")
     return list(records)

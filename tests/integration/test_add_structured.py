@@ -26,7 +26,7 @@ def test_add_structured_is_durable_when_it_answers(api, runtime, ingest, user_id
     body = resp.json()
     assert body["code"] == 0, body
     memory_id = body["data"]["memory_id"]
-    stored = runtime.memories.get(user_id, memory_id)  # durable at answer time
+    stored = runtime.memories.get(user_id, memory_id, tenant="default")  # durable at answer time
     assert stored is not None and stored.status is Status.ACTIVE
     assert stored.ownership == "AGENT" and stored.level == "APP" and stored.is_important
     assert stored.weight == pytest.approx(0.90)
@@ -42,7 +42,7 @@ def test_add_structured_is_durable_when_it_answers(api, runtime, ingest, user_id
         },
     ).json()
     assert again["code"] == 0 and again["data"]["memory_id"] == memory_id  # idempotent
-    assert len(runtime.memories.load(user_id)) == 1
+    assert len(runtime.memories.load(user_id, tenant="default")) == 1
 
 
 def test_add_structured_validates_and_respects_the_switch(api, runtime, ingest, user_id) -> None:
@@ -58,7 +58,7 @@ def test_add_structured_validates_and_respects_the_switch(api, runtime, ingest, 
         ).json()["code"]
         == 40001
     )
-    runtime.switches.set(user_id, None, False)
+    runtime.switches.set(user_id, None, False, tenant="default")
     off = api.post("/memory/v1/add_structured", json={"user_id": user_id, "content": "I ski"})
     assert off.json()["code"] == 40301
     add = api.post(
@@ -66,7 +66,7 @@ def test_add_structured_validates_and_respects_the_switch(api, runtime, ingest, 
         json={"user_id": user_id, "messages": [{"role": "user", "content": "I ski"}]},
     )
     assert add.json()["code"] == 40301
-    runtime.switches.set(user_id, None, True)
+    runtime.switches.set(user_id, None, True, tenant="default")
     assert (
         api.post("/memory/v1/add_structured", json={"user_id": user_id, "content": "I ski"}).json()[
             "code"

@@ -79,7 +79,7 @@ def test_violations_answer_40001_before_anything_is_accepted(api, runtime, user_
     assert named in out["msg"], out["msg"]
     assert SECRET not in out["msg"]
     assert out["trace_id"]
-    assert runtime.memories.load(user_id) == []
+    assert runtime.memories.load(user_id, tenant="default") == []
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_parsed(api, settings, user_id) -> None:

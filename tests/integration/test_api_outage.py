@@ -53,15 +53,19 @@ def test_writes_during_a_redis_outage_answer_50301_and_retry_once(
 
     out = wait_for(resend, timeout=60, interval=1, what="add_structured once Redis is back")
     memory_id = out["data"]["memory_id"]
-    wait_for(lambda: runtime.memories.get(user_id, memory_id), what="the memory")
-    contents = [r.content for r in runtime.memories.load(user_id)]
+    wait_for(lambda: runtime.memories.get(user_id, memory_id, tenant="default"), what="the memory")
+    contents = [r.content for r in runtime.memories.load(user_id, tenant="default")]
     assert contents.count(structured["content"]) == 1, contents  # the first try and its retry
 
     again = api.post("/memory/v1/add", json={**turns, "request_id": down["add"]}).json()
     assert again["code"] == 0, again
-    assert again["data"]["task_id"] == add_task_id(user_id, down["add"])
+    assert again["data"]["task_id"] == add_task_id(user_id, down["add"], tenant="default")
     done = wait_for(
-        lambda: (s := runtime.tasks.get(again["data"]["task_id"])) and s["status"] == "done" and s,
+        lambda: (
+            (s := runtime.tasks.get(again["data"]["task_id"], tenant="default"))
+            and s["status"] == "done"
+            and s
+        ),
         timeout=60,
         what="the resent add",
     )

@@ -46,7 +46,9 @@ def test_adds_and_deletes_of_another_process_reach_this_processs_recall(
     assert services.memories.origin != runtime.memories.origin
     (sister,) = seed(runtime, record(user_id, "My sister lives in Berlin"))
     assert sister.memory_id in recalled(client, user_id, "where does my sister live?")
-    assert services.cache.peek(user_id) is not None  # A now holds the user's index
+    assert (
+        services.cache.peek(user_id, tenant="default") is not None
+    )  # A now holds the user's index
 
     (brother,) = seed(runtime, record(user_id, "My brother lives in Lisbon"))
     wait_for(
@@ -66,7 +68,7 @@ def test_weight_recovery_is_patched_in_place(process_a, runtime, user_id):
     client, services, follower = process_a
     (fact,) = seed(runtime, record(user_id, "I keep bees in the garden", weight=0.4))
     assert fact.memory_id in recalled(client, user_id, "do I keep bees?")
-    held = services.cache.peek(user_id)
+    held = services.cache.peek(user_id, tenant="default")
     refreshed = follower.refreshed
     # The recall above also sends a hit to the lifecycle flow, whose recovery is another
     # REFRESH stamped with the wall clock. This write is stamped later than any of those,
@@ -81,7 +83,7 @@ def test_weight_recovery_is_patched_in_place(process_a, runtime, user_id):
         what="the REFRESH event patched into the held index",
     )
     assert follower.refreshed > refreshed
-    assert services.cache.peek(user_id) is held  # patched, not reloaded
+    assert services.cache.peek(user_id, tenant="default") is held  # patched, not reloaded
     assert held.records[fact.memory_id].recall_count == 7
 
 
@@ -91,7 +93,7 @@ def test_own_writes_are_not_applied_twice(process_a, user_id):
     (cello,) = seed(services, record(user_id, "I play the cello"))
     # A's own write reaches its cache through the in-process listener, at once.
     assert cello.memory_id in recalled(client, user_id, "what instrument do I play?")
-    held = services.cache.peek(user_id)
+    held = services.cache.peek(user_id, tenant="default")
     seed(services, record(user_id, "I play the violin too"))
     wait_for(lambda: follower.skipped_own >= skipped + 2, what="both of A's own events")
-    assert services.cache.peek(user_id) is held  # not dropped by its own event
+    assert services.cache.peek(user_id, tenant="default") is held  # not dropped by its own event

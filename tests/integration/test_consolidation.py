@@ -16,6 +16,7 @@ from dataflows.lifecycle.submit import DirectVia, KafkaVia
 from dataflows.runner import FlowThread
 from models.llm.openai_compat import OpenAILLM
 from schemas.enums import Level, Status
+from schemas.tenants import UserKey
 from sinks.kafka import KafkaBus
 from tests.helpers.lifecycle import T0, record, seed
 from tests.helpers.scripted_llm import scripted_server
@@ -169,14 +170,16 @@ def test_a_scope_told_three_times_its_capacity_merges_first_and_loses_no_source(
     for e in events:
         status = wait_for(
             lambda e=e: (
-                (s := small.tasks.get(e["task_id"])) and s["status"] in ("done", "failed") and s
+                (s := small.tasks.get(e["task_id"], tenant="default"))
+                and s["status"] in ("done", "failed")
+                and s
             ),
             timeout=120,
             what=e["task_id"],
         )
         assert status["status"] == "done", status
 
-    everything = small.memories.load(user_id)
+    everything = small.memories.load(user_id, tenant="default")
     active = [m for m in everything if m.status is Status.ACTIVE]
     assert 0 < len(active) <= CAPACITY
     assert all(m.app_id == APP and m.level is Level.APP for m in everything)
@@ -232,23 +235,25 @@ def test_the_lifecycle_pass_merges_a_scope_above_the_high_water_mark(
     seed(small, *records)
     calm = user_id + 1  # 16 of 20: not above the mark
     seed(small, *(record(calm, t, level=Level.APP, app_id=APP) for t in texts[:16]))
-    assert crowded_users(small, [user_id, calm]) == [user_id]
+    assert crowded_users(small, [user_id, calm]) == [UserKey("default", user_id)]
 
     via = KafkaVia(small.stores, 60)
     summary = run_pass(small, T0, via, users=[user_id, calm])
     assert summary["failed_commands"] == 0, summary
     assert summary["consolidated"] >= 1
     assert summary["consolidated_members"] - summary["consolidated"] == 4  # 18 → 14 (70 %)
-    assert runtime.cache.peek(user_id) is None  # a cold user was not loaded into the cache
+    assert (
+        runtime.cache.peek(user_id, tenant="default") is None
+    )  # a cold user was not loaded into the cache
 
-    everything = small.memories.load(user_id)
+    everything = small.memories.load(user_id, tenant="default")
     active = [m for m in everything if m.status is Status.ACTIVE]
     assert len(active) == 14
     assert {mid for m in active for mid in m.msg_ids} == {f"lc-{i}" for i in range(18)}
     merges = [c for c in _changes(small, user_id) if c[1] == "MERGE"]
     assert len(merges) == summary["consolidated"]
     assert all(c[3] == f"lifecycle@{T0.isoformat()}" for c in merges)
-    assert len(small.memories.load(calm, statuses=[Status.ACTIVE])) == 16
+    assert len(small.memories.load(calm, statuses=[Status.ACTIVE], tenant="default")) == 16
 
     again = run_pass(small, T0, via, users=[user_id])
     assert again["consolidated"] == 0 and again["failed_commands"] == 0
@@ -273,7 +278,7 @@ def test_with_an_llm_the_merged_text_is_its_summary_and_a_failing_model_joins(
         summary = run_pass(rt, T0, DirectVia(rt), users=[user_id])
     assert summary["failed_commands"] == 0 and summary["consolidated"] >= 1, summary
     merges = {c[0]: c[2] for c in _changes(small, user_id) if c[1] == "MERGE"}
-    merged = [m for m in small.memories.load(user_id) if m.memory_id in merges]
+    merged = [m for m in small.memories.load(user_id, tenant="default") if m.memory_id in merges]
     summarized = [m for m in merged if m.content == "SUMMARY: food and work habits"]
     assert len(merged) >= 2 and len(summarized) == 1
     assert "summarized by" in merges[summarized[0].memory_id]

@@ -251,7 +251,7 @@ def test_export_file_is_sealed_and_deleted_when_its_link_expires(api, ingest, us
         ),
         what="the export",
     )
-    path, _ = export.file_of(svc, export_id)
+    path, _, _ = export.file_of(svc, export_id)
     assert f"zqexp{user_id}".encode() not in path.read_bytes()  # sealed at rest
     assert f"zqexp{user_id}" in api.get(st["url"]).text  # opened on download
     long = api.get(f"/memory/v1/export/{export_id}", params={"link_ttl_s": 86400}).json()["data"]

@@ -76,7 +76,9 @@ def test_malformed_events_go_to_the_dlq_and_the_next_good_one_is_processed(
     assert producer.flush(20) == 0
 
     status = wait_for(
-        lambda: (s := runtime.tasks.get(good_task)) and s["status"] == "done" and s,
+        lambda: (
+            (s := runtime.tasks.get(good_task, tenant="default")) and s["status"] == "done" and s
+        ),
         timeout=40,
         what="the good event after the bad ones",
     )

@@ -39,14 +39,18 @@ def test_key_mismatch_and_refused_accepted_tasks(runtime, ingest, servers, user_
     for name, (key, body, _) in cases.items():
         task_id = f"t_edge_{uuid.uuid4().hex[:12]}"
         tasks[name] = task_id
-        runtime.tasks.accepted(task_id, user_id)  # as the API does before producing
+        runtime.tasks.accepted(
+            task_id, user_id, tenant="default"
+        )  # as the API does before producing
         value = json.dumps({"task_id": task_id, "messages": turns, **body}).encode()
         producer.produce("memory.conversations", key=key.encode(), value=value)
     assert producer.flush(20) == 0
 
     for name, (_, _, reason) in cases.items():
         status = wait_for(
-            lambda t=tasks[name]: (s := runtime.tasks.get(t)) and s["status"] == "failed" and s,
+            lambda t=tasks[name]: (
+                (s := runtime.tasks.get(t, tenant="default")) and s["status"] == "failed" and s
+            ),
             timeout=40,
             what=f"task of '{name}' failed",
         )
@@ -59,4 +63,4 @@ def test_key_mismatch_and_refused_accepted_tasks(runtime, ingest, servers, user_
     for _, _, reason in cases.values():
         assert any(reason in r for r in reasons), (reason, reasons)
     assert all(marker not in r for r in reasons)
-    assert runtime.memories.load(user_id) == []
+    assert runtime.memories.load(user_id, tenant="default") == []

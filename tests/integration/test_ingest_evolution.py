@@ -83,7 +83,7 @@ def test_two_adds_in_one_answer_are_two_memories(llm_ingest, user_id) -> None:
     )
     status = wait_for(lambda: _done(rt, f"a2-{user_id}"))
     assert status["status"] == "done" and status["counts"]["added"] == 2, status
-    active = rt.memories.load(user_id, statuses=[Status.ACTIVE])
+    active = rt.memories.load(user_id, statuses=[Status.ACTIVE], tenant="default")
     assert sorted(m.content for m in active) == [
         "Plays in an orchestra",
         "Plays the cello",
@@ -98,24 +98,26 @@ def test_an_archived_fact_said_again_is_restored_not_stored_twice(
     text = "I keep three beehives behind the old barn."
     _produce_default(servers.kafka_bootstrap, [_event(user_id, f"b1-{user_id}", text)])
     assert wait_for(lambda: _done(runtime, f"b1-{user_id}"))["status"] == "done"
-    (first,) = runtime.memories.load(user_id, statuses=[Status.ACTIVE])
+    (first,) = runtime.memories.load(user_id, statuses=[Status.ACTIVE], tenant="default")
 
     later = datetime.now(UTC) + timedelta(days=100)  # decayed below 0.10 by then
     summary = run_pass(runtime, later, KafkaVia(runtime.stores, 30), users=[user_id])
     assert summary["archived"] == 1
-    assert runtime.memories.get(user_id, first.memory_id).status is Status.ARCHIVED
+    assert (
+        runtime.memories.get(user_id, first.memory_id, tenant="default").status is Status.ARCHIVED
+    )
 
     _produce_default(servers.kafka_bootstrap, [_event(user_id, f"b2-{user_id}", text)])
     status = wait_for(lambda: _done(runtime, f"b2-{user_id}"))
     assert status["status"] == "done" and status["counts"]["added"] == 0, status
     assert status["counts"]["updated"] == 1
-    everything = runtime.memories.load(user_id)
+    everything = runtime.memories.load(user_id, tenant="default")
     assert [m.memory_id for m in everything] == [first.memory_id]  # one memory, not two
     back = everything[0]
     assert back.status is Status.ACTIVE and back.archived_at is None
     assert back.weight == pytest.approx(first.weight)  # the type's initial weight again
     assert back.msg_ids == [f"b1-{user_id}-m0", f"b2-{user_id}-m0"]
-    assert first.memory_id in runtime.cache.get(user_id)
+    assert first.memory_id in runtime.cache.get(user_id, tenant="default")
     ops = runtime.stores.clickhouse.query(
         "SELECT op_type FROM memstream.memory_changelog FINAL WHERE memory_id = {m:String}",
         {"m": first.memory_id},

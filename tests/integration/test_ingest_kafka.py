@@ -23,7 +23,7 @@ def _produce(bootstrap: str, events: list[dict]) -> None:
 
 
 def _done(runtime, task_id: str):
-    status = runtime.tasks.get(task_id)
+    status = runtime.tasks.get(task_id, tenant="default")
     return status if status and status["status"] in ("done", "failed") else None
 
 
@@ -48,11 +48,15 @@ def test_kafka_conversations_become_memories_of_the_right_user(
         status = wait_for(lambda e=e: _done(runtime, e["task_id"]), what=e["task_id"])
         assert status["status"] == "done", status
         assert status["counts"]["added"] >= 1
-    many = runtime.tasks.get_many([e["task_id"] for e in events] + ["t_never_seen"])
+    many = runtime.tasks.get_many(
+        [e["task_id"] for e in events] + ["t_never_seen"], tenant="default"
+    )
     assert set(many) == {e["task_id"] for e in events}  # one round trip, unknown left out
-    assert all(many[e["task_id"]] == runtime.tasks.get(e["task_id"]) for e in events)
+    assert all(
+        many[e["task_id"]] == runtime.tasks.get(e["task_id"], tenant="default") for e in events
+    )
 
-    mems = {u: runtime.memories.load(u, statuses=[Status.ACTIVE]) for u in users}
+    mems = {u: runtime.memories.load(u, statuses=[Status.ACTIVE], tenant="default") for u in users}
     assert any("engineer" in m.content for m in mems[users[0]])
     assert any("sushi" in m.content for m in mems[users[1]])
     cat = [m for m in mems[users[2]] if "cats" in m.content]
@@ -87,7 +91,9 @@ def test_same_fact_twice_is_one_memory(runtime, ingest, servers, user_id) -> Non
         "skipped": 1,
         "evicted": 0,
     }
-    live = [m for m in runtime.memories.load(user_id) if "lisbon" in m.content.lower()]
+    live = [
+        m for m in runtime.memories.load(user_id, tenant="default") if "lisbon" in m.content.lower()
+    ]
     assert len(live) == 1
 
     none_rows = runtime.stores.clickhouse.query(
@@ -107,7 +113,16 @@ def test_same_fact_twice_is_one_memory(runtime, ingest, servers, user_id) -> Non
         ],
     )
     wait_for(lambda: _done(runtime, f"d3-{user_id}"), what="marker task")
-    assert len([m for m in runtime.memories.load(user_id) if "lisbon" in m.content.lower()]) == 1
+    assert (
+        len(
+            [
+                m
+                for m in runtime.memories.load(user_id, tenant="default")
+                if "lisbon" in m.content.lower()
+            ]
+        )
+        == 1
+    )
     counts = dict(
         runtime.stores.clickhouse.query(
             "SELECT op_type, count() FROM memstream.memory_changelog FINAL "
@@ -143,7 +158,7 @@ def test_http_add_reaches_done_with_counts(api, runtime, ingest, user_id) -> Non
         what="task done",
     )
     assert status["counts"]["added"] == 1
-    mems = runtime.memories.load(user_id)
+    mems = runtime.memories.load(user_id, tenant="default")
     assert [m.content for m in mems] == ["I am allergic to peanuts."] or any(
         "peanuts" in m.content for m in mems
     )

@@ -42,7 +42,7 @@ def _produce(bootstrap: str, events: list[dict]) -> None:
 
 
 def _done(runtime, task_id: str):
-    status = runtime.tasks.get(task_id)
+    status = runtime.tasks.get(task_id, tenant="default")
     return status if status and status["status"] in ("done", "failed") else None
 
 
@@ -83,7 +83,10 @@ def test_an_imported_2023_chat_names_the_speakers_and_keeps_its_dates(
         assert status["status"] == "done", status
         assert status["counts"]["added"] == 2, status
 
-    mems = {m.source_msg_id: m for m in runtime.memories.load(user_id, statuses=[Status.ACTIVE])}
+    mems = {
+        m.source_msg_id: m
+        for m in runtime.memories.load(user_id, statuses=[Status.ACTIVE], tenant="default")
+    }
     assert {k: m.content for k, m in mems.items()} == {
         "p0": "Priya started a pottery class on 2023-05-07",
         "p2": (

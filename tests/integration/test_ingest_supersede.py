@@ -36,7 +36,7 @@ def _send_and_wait(runtime, bootstrap: str, event: dict) -> dict:
     assert producer.flush(15) == 0
 
     def done():
-        status = runtime.tasks.get(event["task_id"])
+        status = runtime.tasks.get(event["task_id"], tenant="default")
         return status if status and status["status"] in ("done", "failed") else None
 
     status = wait_for(done, what=event["task_id"])
@@ -70,7 +70,7 @@ def test_a_named_change_supersedes_the_old_memory(
     status = _send_and_wait(runtime, servers.kafka_bootstrap, second)
     assert status["counts"]["superseded"] == 1, status
 
-    mems = {m.source_msg_id: m for m in runtime.memories.load(user_id)}
+    mems = {m.source_msg_id: m for m in runtime.memories.load(user_id, tenant="default")}
     assert mems["c0"].status is Status.SUPERSEDED and mems["c1"].status is Status.ACTIVE
     assert mems["c0"].superseded_by == mems["c1"].memory_id
     assert mems["c0"].invalid_at == AFTER  # true until the change was said

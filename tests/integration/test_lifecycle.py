@@ -13,6 +13,7 @@ from dataflows.lifecycle.commands import recall_hits_command
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import KafkaVia
 from schemas.enums import Ownership, Status
+from schemas.tenants import UserKey
 from tests.helpers.lifecycle import T0, record, seed
 
 pytestmark = pytest.mark.integration
@@ -29,7 +30,7 @@ def _pass(runtime, user_id: int, n: float) -> dict:
 
 
 def _status(runtime, user_id: int, memory_id: str) -> Status | None:
-    found = runtime.memories.get(user_id, memory_id)
+    found = runtime.memories.get(user_id, memory_id, tenant="default")
     return found.status if found else None
 
 
@@ -59,12 +60,14 @@ def test_a_normal_memory_is_archived_after_90_days_important_and_persona_are_not
     assert _pass(runtime, user_id, 89)["archived"] == 0
     assert _status(runtime, user_id, normal.memory_id) is Status.ACTIVE
 
-    idx = runtime.cache.get(user_id)  # a cached user: the writer's index is kept current
+    idx = runtime.cache.get(
+        user_id, tenant="default"
+    )  # a cached user: the writer's index is kept current
     assert normal.memory_id in idx
     summary = _pass(runtime, user_id, 91)
     assert summary["archived"] == 1 and summary["users"] == 1
     assert normal.memory_id not in idx and important.memory_id in idx
-    stored = runtime.memories.get(user_id, normal.memory_id)
+    stored = runtime.memories.get(user_id, normal.memory_id, tenant="default")
     assert stored.status is Status.ARCHIVED and stored.archived_at == day(91)
     assert stored.weight == pytest.approx(0.8 * 8 ** (-91 / 90), rel=1e-3)
     assert ("ARCHIVE", "decayed below 0.10") in [c[:2] for c in _changes(runtime, normal.memory_id)]
@@ -78,13 +81,13 @@ def test_a_normal_memory_is_archived_after_90_days_important_and_persona_are_not
 def test_a_recall_restarts_the_clock(runtime, ingest, user_id) -> None:
     (m,) = seed(runtime, record(user_id, "I run every morning"))
     via = KafkaVia(runtime.stores, 30)
-    (result,) = via([recall_hits_command(user_id, {m.memory_id: 2}, day(60))])
+    (result,) = via([recall_hits_command(UserKey("default", user_id), {m.memory_id: 2}, day(60))])
     assert result["code"] == 0 and result["data"]["recovered"] == [m.memory_id]
-    hit = runtime.memories.get(user_id, m.memory_id)
+    hit = runtime.memories.get(user_id, m.memory_id, tenant="default")
     assert hit.weight == pytest.approx(0.8 * 8 ** (-60 / 90) + 0.1, rel=1e-3)  # 0.2 + Δ
     assert hit.weight_at == day(60) and hit.last_recalled_at == day(60) and hit.recall_count == 2
 
-    (again,) = via([recall_hits_command(user_id, {m.memory_id: 1}, day(60))])
+    (again,) = via([recall_hits_command(UserKey("default", user_id), {m.memory_id: 1}, day(60))])
     assert again["data"]["skipped"] == [m.memory_id]  # a replayed hit changes nothing
 
     assert _pass(runtime, user_id, 91)["archived"] == 0
@@ -96,7 +99,9 @@ def test_an_expired_memory_is_archived_even_with_the_switch_off(runtime, ingest,
     (m,) = seed(
         runtime, record(user_id, "Dentist appointment on Friday", weight=0.85, expire_at=day(1))
     )
-    runtime.switches.set(user_id, None, False)  # the lifecycle runs with memory switched off
+    runtime.switches.set(
+        user_id, None, False, tenant="default"
+    )  # the lifecycle runs with memory switched off
     assert _pass(runtime, user_id, 0.5)["expired"] == 0
     summary = _pass(runtime, user_id, 2)
     assert summary["expired"] == 1 and summary["archived"] == 0
@@ -116,7 +121,7 @@ def test_a_soft_deleted_memory_is_purged_after_30_days_and_its_history_sanitized
 
     summary = _pass(runtime, user_id, 31)
     assert summary["purged"] == 1 and summary["sanitized_changes"] == 2
-    assert runtime.memories.load(user_id, memory_ids=[m.memory_id]) == []
+    assert runtime.memories.load(user_id, memory_ids=[m.memory_id], tenant="default") == []
     raw = runtime.stores.clickhouse.query(
         "SELECT count() FROM memstream.memories WHERE memory_id = {m:String}", {"m": m.memory_id}
     )
@@ -135,5 +140,5 @@ def test_an_archived_memory_is_purged_after_180_days(runtime, ingest, user_id) -
     assert _pass(runtime, user_id, 179)["purged"] == 0
     summary = _pass(runtime, user_id, 181)
     assert summary["purged"] == 1
-    assert runtime.memories.load(user_id, memory_ids=[m.memory_id]) == []
+    assert runtime.memories.load(user_id, memory_ids=[m.memory_id], tenant="default") == []
     assert runtime.stores.milvus.get([m.memory_id], ["memory_id"]) == []

@@ -32,13 +32,13 @@ def test_recall_hits_recover_weight_and_count_recalls(
     _produce(servers.kafka_bootstrap, str(user_id), json.dumps(hit).encode())
 
     def recovered():
-        found = runtime.memories.get(user_id, m.memory_id)
+        found = runtime.memories.get(user_id, m.memory_id, tenant="default")
         return found if found.recall_count else None
 
     got = wait_for(recovered, timeout=40, what="the recall hit to be applied")
     assert got.recall_count == 2 and got.last_recalled_at == now and got.weight_at == now
     assert got.weight == pytest.approx(0.8 * 8 ** (-60 / 90) + 0.1, rel=1e-3)  # 0.2 + Δ
-    assert runtime.cache.get(user_id).records[m.memory_id].recall_count == 2
+    assert runtime.cache.get(user_id, tenant="default").records[m.memory_id].recall_count == 2
 
 
 def test_a_malformed_hit_goes_to_the_dlq(runtime, ingest, lifecycle, servers, user_id) -> None:

@@ -34,7 +34,9 @@ def test_a_vector_deleted_behind_our_back_is_re_embedded(runtime, ingest, user_i
     want = runtime.embedder.embed([m.content])[0]
     got = np.asarray(row["vector"], dtype=np.float32)
     assert float(got @ want / np.linalg.norm(got) / np.linalg.norm(want)) > 0.999
-    assert m.memory_id in runtime.cache.get(user_id)  # the reloaded index has it again
+    assert m.memory_id in runtime.cache.get(
+        user_id, tenant="default"
+    )  # the reloaded index has it again
     assert _reconciled(runtime, user_id)["missing_vectors"] == 0
 
 
@@ -66,13 +68,13 @@ def test_the_pending_queue_and_status_drift_are_repaired(runtime, ingest, user_i
 
 def test_a_hot_index_that_drifted_is_dropped_and_reloaded(runtime, ingest, user_id) -> None:
     (m,) = seed(runtime, record(user_id, "I collect vinyl records"))
-    idx = runtime.cache.get(user_id)
+    idx = runtime.cache.get(user_id, tenant="default")
     with idx.lock:
         idx.remove(m.memory_id)  # the counters derived from it would now be one short
 
     fixed = _reconciled(runtime, user_id)
     assert fixed["cache_drift"] == 1 and fixed["caches_invalidated"] == 1
-    assert m.memory_id in runtime.cache.get(user_id)
+    assert m.memory_id in runtime.cache.get(user_id, tenant="default")
 
 
 def test_the_direct_applier_runs_the_same_handlers(runtime, user_id) -> None:
@@ -83,8 +85,10 @@ def test_the_direct_applier_runs_the_same_handlers(runtime, user_id) -> None:
     )
     summary = run_pass(runtime, T0 + timedelta(days=91), DirectVia(runtime), users=[user_id])
     assert (summary["archived"], summary["purged"], summary["failed_commands"]) == (1, 1, 0)
-    assert runtime.memories.get(user_id, normal.memory_id).status is Status.ARCHIVED
-    assert runtime.memories.get(user_id, gone.memory_id) is None
+    assert (
+        runtime.memories.get(user_id, normal.memory_id, tenant="default").status is Status.ARCHIVED
+    )
+    assert runtime.memories.get(user_id, gone.memory_id, tenant="default") is None
 
 
 def test_the_cli_runs_a_pass_in_process_when_no_node_runs(runtime, settings, user_id) -> None:
@@ -98,7 +102,7 @@ def test_the_cli_runs_a_pass_in_process_when_no_node_runs(runtime, settings, use
     summary = run_direct(settings, T0 + timedelta(days=91), [user_id])
     assert summary["archived"] == 1 and summary["users"] == 1
     assert summary["reconciled"]["missing_vectors"] == 0
-    assert runtime.memories.get(user_id, m.memory_id).status is Status.ARCHIVED
+    assert runtime.memories.get(user_id, m.memory_id, tenant="default").status is Status.ARCHIVED
     assert runtime.stores.milvus.get([lost.memory_id], ["memory_id"]) == []
 
     # Past the grace it is repaired, with the CLI's own (lazily loaded) model.

@@ -44,7 +44,7 @@ def test_update_content_reembeds_and_meta_does_not(api, runtime, ingest, user_id
     ).json()
     assert meta["code"] == 0 and meta["data"]["reembedded"] is False, meta
     assert (runtime.memories.vectors([mid])[mid] == before).all()
-    stored = runtime.memories.get(user_id, mid)
+    stored = runtime.memories.get(user_id, mid, tenant="default")
     assert stored.is_important and stored.custom_tags == {"topic": "food"}
 
     text = api.post(
@@ -52,7 +52,7 @@ def test_update_content_reembeds_and_meta_does_not(api, runtime, ingest, user_id
         json={"user_id": user_id, "memory_id": mid, "content": "I switched from coffee to tea"},
     ).json()
     assert text["code"] == 0 and text["data"]["reembedded"] is True
-    stored = runtime.memories.get(user_id, mid)
+    stored = runtime.memories.get(user_id, mid, tenant="default")
     assert stored.content == "I switched from coffee to tea" and stored.is_important
     assert not (runtime.memories.vectors([mid])[mid] == before).all()
     assert mid in _recall_ids(api, user_id, "tea")
@@ -109,7 +109,7 @@ def test_delete_leaves_recall_at_once_and_batch_delete_is_one_operation(
         {"u": user_id},
     )
     assert len(deletes) == 2  # the batch is one command, not N racing deletes
-    assert runtime.memories.get(user_id, ids[1]).status is Status.DELETED
+    assert runtime.memories.get(user_id, ids[1], tenant="default").status is Status.DELETED
 
 
 def test_change_log_pages_and_user_list_groups(api, ingest, user_id) -> None:
@@ -197,7 +197,7 @@ def test_session_close_promotes_drops_and_leaves_a_note(api, runtime, ingest, us
     assert resp["code"] == 0, resp
     data = resp["data"]
     assert sorted(data["promoted"]) == sorted([keep, named]) and data["dropped"] == [drop]
-    by_id = {m.memory_id: m for m in runtime.memories.load(user_id)}
+    by_id = {m.memory_id: m for m in runtime.memories.load(user_id, tenant="default")}
     assert by_id[keep].level == "APP" and by_id[keep].session_id is None
     assert by_id[drop].status is Status.DELETED
     note = by_id[data["pending_memory_id"]]

@@ -126,15 +126,17 @@ def test_switch_off_answers_40301_and_on_restores(api, runtime, user_id):
         record(user_id, "I drive a blue Tesla"),
         record(user_id, "I like the Tesla app dark mode", app_id="cars"),
     )
-    runtime.switches.set(user_id, None, False)
+    runtime.switches.set(user_id, None, False, tenant="default")
     off = recall(api, user_id, "Tesla", scope={"app_id": "cars"})
     assert off["code"] == 40301 and off["data"] == {"hit": False, "memories": []}
-    runtime.switches.set(user_id, None, True)
+    runtime.switches.set(user_id, None, True, tenant="default")
     assert set(ids(recall(api, user_id, "Tesla", scope={"app_id": "cars"}))) == {
         mem.memory_id,
         app_mem.memory_id,
     }
-    runtime.switches.set(user_id, "cars", False)  # the app off: GLOBAL still recalled
+    runtime.switches.set(
+        user_id, "cars", False, tenant="default"
+    )  # the app off: GLOBAL still recalled
     assert ids(recall(api, user_id, "Tesla", scope={"app_id": "cars"})) == [mem.memory_id]
 
 

@@ -158,7 +158,7 @@ def test_recall_returns_exactly_what_the_scope_allows(api, runtime, mems, scopes
         )
     )
     if off_app:
-        runtime.switches.set(users[0], off_app, False)
+        runtime.switches.set(users[0], off_app, False, tenant="default")
     for q, (who, user) in itertools.product(scopes, enumerate(users)):
         body = {
             "user_id": user,

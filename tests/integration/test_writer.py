@@ -75,7 +75,7 @@ def test_llm_supersede_keeps_history(runtime, user_id) -> None:
     assert "I live in Shenzhen" in sent and "I moved to Guangzhou" in sent
     assert old_id not in sent, "real ids never reach the model"
     assert second.results[0].superseded == 1 and second.results[0].added == 1
-    by_id = {m.memory_id: m for m in runtime.memories.load(user_id)}
+    by_id = {m.memory_id: m for m in runtime.memories.load(user_id, tenant="default")}
     old, new = by_id[old_id], by_id[second.results[0].memory_ids[0]]
     assert old.status is Status.SUPERSEDED and old.invalid_at is not None
     assert old.superseded_by == new.memory_id
@@ -86,7 +86,7 @@ def test_llm_supersede_keeps_history(runtime, user_id) -> None:
         {"u": user_id},
     )
     assert (old_id, "SUPERSEDE") in ops and (new.memory_id, "ADD") in ops
-    assert old_id not in runtime.cache.get(user_id)
+    assert old_id not in runtime.cache.get(user_id, tenant="default")
 
 
 def test_llm_down_degrades_to_append(runtime, user_id) -> None:
@@ -99,7 +99,7 @@ def test_llm_down_degrades_to_append(runtime, user_id) -> None:
         script.push({"error": "boom"}, status=500)
         applied = _apply(rt, _extracted(rt, user_id, f"g2-{user_id}", "I like green tea a lot"))
     assert applied.results[0].degraded and applied.results[0].added == 1
-    assert len(runtime.memories.load(user_id, statuses=[Status.ACTIVE])) == 2
+    assert len(runtime.memories.load(user_id, statuses=[Status.ACTIVE], tenant="default")) == 2
 
 
 def _seed(rt, user_id: int, specs: list[tuple[str, float, datetime | None, bool]]) -> list[str]:
@@ -131,7 +131,7 @@ def _seed(rt, user_id: int, specs: list[tuple[str, float, datetime | None, bool]
             vectors={r.memory_id: v for r, v in zip(records, vectors, strict=True)},
         )
     )
-    rt.cache.invalidate(user_id)
+    rt.cache.invalidate(user_id, tenant="default")
     return [r.memory_id for r in records]
 
 
@@ -156,13 +156,13 @@ def test_capacity_evicts_lowest_weight_then_oldest_recalled_never_important(
     )
     applied = _apply(rt, _extracted(rt, user_id, f"c1-{user_id}", "I have a garden with roses"))
     assert applied.results[0].added == 1 and applied.results[0].evicted == 1
-    by_id = {m.memory_id: m for m in runtime.memories.load(user_id)}
+    by_id = {m.memory_id: m for m in runtime.memories.load(user_id, tenant="default")}
     assert by_id[ids[3]].status is Status.DELETED  # weight 0.08 ≤ 0.10
     assert by_id[ids[0]].status is Status.ACTIVE  # important: never evicted
 
     applied = _apply(rt, _extracted(rt, user_id, f"c2-{user_id}", "I bake sourdough bread"))
     assert applied.results[0].evicted == 1
-    by_id = {m.memory_id: m for m in runtime.memories.load(user_id)}
+    by_id = {m.memory_id: m for m in runtime.memories.load(user_id, tenant="default")}
     assert by_id[ids[2]].status is Status.ARCHIVED  # 0.30, recalled 30 days ago: goes first
     assert by_id[ids[1]].status is Status.ACTIVE
     ops = runtime.stores.clickhouse.query(
@@ -183,4 +183,4 @@ def test_capacity_full_of_important_memories_refuses_with_42901(runtime, user_id
     applied = _apply(rt, _extracted(rt, user_id, f"f1-{user_id}", "I have a dog called Rex"))
     result = applied.results[0]
     assert result.failed and result.code == 42901 and result.added == 0
-    assert len(runtime.memories.load(user_id, statuses=[Status.ACTIVE])) == 3
+    assert len(runtime.memories.load(user_id, statuses=[Status.ACTIVE], tenant="default")) == 3

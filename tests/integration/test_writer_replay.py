@@ -46,4 +46,4 @@ def test_replay_after_a_lost_task_status_reports_the_add_and_writes_nothing(
     assert again.batch.memories == [] and again.batch.changes == []
     r = again.results[0]
     assert (r.added, r.skipped, r.memory_ids) == (1, 0, [memory_id])
-    assert [m.memory_id for m in runtime.memories.load(user_id)] == [memory_id]
+    assert [m.memory_id for m in runtime.memories.load(user_id, tenant="default")] == [memory_id]

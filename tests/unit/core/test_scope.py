@@ -46,7 +46,7 @@ def test_switched_off_app_still_recalls_global():
     assert p.matches(rec(Level.GLOBAL, app=None))
     assert not p.matches(rec(Level.APP, app="a"))
     assert p.milvus_expr() == (
-        'user_id == \"1\" and tenant_id == \"default\" and level == "GLOBAL" and status == "ACTIVE" and invalid_at == 0'
+        'user_id == "1" and tenant_id == "default" and level == "GLOBAL" and status == "ACTIVE" and invalid_at == 0'
     )
 
 
@@ -56,7 +56,7 @@ def test_only_switched_off_app_requested_matches_nothing():
         Switches(disabled_apps=frozenset({"a"})),
     )
     assert p.is_empty and not p.matches(rec())
-    assert p.milvus_expr() == 'user_id == \"1\" and tenant_id == \"default\" and level == ""'
+    assert p.milvus_expr() == 'user_id == "1" and tenant_id == "default" and level == ""'
 
 
 def test_full_expression_encoding():
@@ -72,7 +72,7 @@ def test_full_expression_encoding():
     )
     ms = 1735689600000 + 3 * 86_400_000
     assert resolve_scope(req, ON).milvus_expr() == (
-        'user_id == \"18446744073709551615\" and tenant_id == \"default\" and (level == "GLOBAL" or (level == "APP" and '
+        'user_id == "18446744073709551615" and tenant_id == "default" and (level == "GLOBAL" or (level == "APP" and '
         'app_id == "a") or (level == "SESSION" and app_id == "a" and session_id == "s1")) '
         'and status in ["ACTIVE", "ARCHIVED", "SUPERSEDED"] and ownership == "USER" '
         'and mem_type in ["EPISODIC", "SEMANTIC"] '

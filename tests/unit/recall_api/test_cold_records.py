@@ -48,7 +48,9 @@ def test_loads_once_and_mirrors_writes_including_the_lexical_index():
     store = FakeStore([rec("a", "I like hotpot"), rec("d", "gone", Status.DELETED)])
     cold = ColdRecords(store, budget_bytes=10**6)
     entry = cold.get(1, tenant="default")
-    assert set(entry.records) == {"a"} and cold.get(1, tenant="default") is entry and store.loads == 1
+    assert (
+        set(entry.records) == {"a"} and cold.get(1, tenant="default") is entry and store.loads == 1
+    )
     cold.apply(
         WriteBatch(
             memories=[
