@@ -18,12 +18,12 @@ from pydantic import AfterValidator
 
 DEFAULT_TENANT = "default"
 TENANT_MAX_LEN = 64
-_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 
 
 def check_tenant(value: str) -> str:
     """``value`` if it is a valid tenant id, else ValueError (names the rule, not a guess)."""
-    if not isinstance(value, str) or not _TENANT.match(value):
+    if not isinstance(value, str) or not _TENANT.fullmatch(value):
         raise ValueError(
             f"tenant_id must be 1-{TENANT_MAX_LEN} of A-Z a-z 0-9 _ . : - "
             "starting with a letter or digit"

@@ -187,7 +187,8 @@ class ClickHouseStore:
         if tenant is not None:
             check_tenant(tenant)  # the charset cannot break out of the quoted literal
             cond = f"tenant_id = \\'{tenant}\\'"
-            filters = ", ".join(f"'{self.database}.{t}': '{cond}'" for t in TENANT_TABLES)
+            names = [n for t in TENANT_TABLES for n in (f"{self.database}.{t}", t)]
+            filters = ", ".join(f"'{n}': '{cond}'" for n in names)
             settings += f", additional_table_filters = {{{filters}}}"
         wrapped = f"SELECT * FROM ({body}) LIMIT {int(max_rows)} SETTINGS {settings}"
         client = self._require()

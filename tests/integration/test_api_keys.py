@@ -1,5 +1,5 @@
 """API keys against the real stack: every endpoint × (app key, other app, GLOBAL grant,
-admin, other tenant, no key, revoked key), and rate limits.
+admin, other tenant — isolated, not refused —, no key, revoked key), and rate limits.
 
 Keys live hashed in a key file of their own (``api_keys_file``), created the way
 ``memstream keys create`` does; the app under test shares the session's stores.
@@ -76,8 +76,8 @@ def _seed(http, keys, user_id: int) -> dict[str, str]:
     return out
 
 
-def test_no_key_other_tenant_and_revoked_keys_are_refused_everywhere(http, keys, user_id):
-    for who in ("none", "revoked", "T2"):
+def test_no_key_and_revoked_keys_are_refused_everywhere(http, keys, user_id):
+    for who in ("none", "revoked"):
         for path, body in [
             ("/memory/v1/recall", {"user_id": user_id, "query": "tea"}),
             ("/memory/v1/add_structured", {"user_id": user_id, "content": "x", "app_id": "appA"}),
@@ -87,6 +87,48 @@ def test_no_key_other_tenant_and_revoked_keys_are_refused_everywhere(http, keys,
             body = _call(http, keys, who, path, body)
             assert body["code"] == 40101, (who, path, body)
             assert body["trace_id"]
+
+
+def test_another_tenants_key_is_isolated_everywhere(http, keys, user_id):
+    """T2 (tenant t2, app appA) is served, in tenant t2: the same user id there is another
+    person, so it sees none of tenant default's data and changes none of it."""
+    ids = _seed(http, keys, user_id)
+    u = {"user_id": user_id}
+    got = _call(http, keys, "T2", "/memory/v1/recall",
+                {**u, "query": "tea coffee Lisbon", "min_relevance": 0,
+                 "scope": {"app_id": "appA"}})  # fmt: skip
+    assert got["code"] == 0 and got["data"]["memories"] == [], got
+    listed = _call(http, keys, "T2", "/memory/v1/user/list", u)
+    assert listed["code"] == 0 and listed["data"]["total"] == 0, listed
+    log = _call(http, keys, "T2", "/memory/v1/change_log", u)
+    assert log["code"] == 0 and log["data"]["total"] == 0, log
+    for mid in ids.values():
+        for path, body in [
+            ("/memory/v1/history", {"memory_id": mid}),
+            ("/memory/v1/update", {"memory_id": mid, "is_important": True}),
+            ("/memory/v1/delete", {"memory_id": mid}),
+            ("/memory/v1/batch_delete", {"memory_ids": [mid]}),
+        ]:
+            got = _call(http, keys, "T2", path, {**u, **body})
+            assert got["code"] == 40401, (path, got)
+    empty = _call(http, keys, "T2", "/memory/v1/batch_delete", {**u, "scope": {}})
+    assert empty["code"] == 0 and empty["data"]["deleted"] == 0, empty
+    # its writes land in tenant t2 and stay there
+    mine = _call(http, keys, "T2", "/memory/v1/add_structured",
+                 {**u, "content": "I like oolong tea", "app_id": "appA"})  # fmt: skip
+    assert mine["code"] == 0, mine
+    every = _call(http, keys, "admin", "/memory/v1/user/list", u)["data"]
+    assert every["total"] == 3 and mine["data"]["memory_id"] not in str(every)
+    task = _call(
+        http,
+        keys,
+        "A",
+        "/memory/v1/add",
+        {**u, "app_id": "appA", "messages": [{"role": "user", "content": "I row"}]},
+    )
+    path = f"/memory/v1/tasks/{task['data']['task_id']}"  # fmt: skip
+    assert _call(http, keys, "T2", path, method="GET")["code"] == 40401
+    assert _call(http, keys, "T2", "/admin/v1/sql", {"query": "SELECT 1"})["code"] == 40101
 
 
 @pytest.mark.parametrize(
