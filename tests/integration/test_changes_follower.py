@@ -97,3 +97,20 @@ def test_own_writes_are_not_applied_twice(process_a, user_id):
     seed(services, record(user_id, "I play the violin too"))
     wait_for(lambda: follower.skipped_own >= skipped + 2, what="both of A's own events")
     assert services.cache.peek(user_id, tenant="default") is held  # not dropped by its own event
+
+
+def test_a_change_of_another_tenants_user_drops_that_tenants_index_only(
+    process_a, runtime, user_id
+):
+    _, services, _ = process_a
+    seed(runtime, record(user_id, "I keep bees"))
+    held = services.cache.get(user_id, tenant="default")
+    other = services.cache.get(user_id, tenant="t2")
+    (goats,) = seed(runtime, record(user_id, "I keep goats", tenant_id="t2"))
+    wait_for(
+        lambda: services.cache.peek(user_id, tenant="t2") is not other,
+        what="t2's user dropped from A's cache",
+    )
+    assert services.cache.peek(user_id, tenant="default") is held  # same id, another person
+    assert goats.memory_id in services.cache.get(user_id, tenant="t2")
+    assert goats.memory_id not in services.cache.get(user_id, tenant="default")

@@ -331,3 +331,16 @@ def test_recall_hits_recover_the_recalled_tenants_memory_only(http, keys, lifecy
     wait_for(counted, what="t2's recall hit")
     (untouched,) = mem.load(user_id, memory_ids=[m1], tenant="t1")
     assert untouched.recall_count == 0
+
+
+def test_an_admin_keys_lifecycle_pass_covers_its_tenant(http, keys, user_id):
+    asked = []
+    http.app.state.lifecycle_runner = lambda **kw: asked.append(kw) or {"users": 0}
+    try:
+        for who, tenant in (("t2_admin", "t2"), ("default_admin", "default")):
+            got = call(http, keys, who, "/admin/v1/lifecycle/run", {"users": [user_id]})
+            assert got["code"] == 0, got
+            seen = asked.pop()
+            assert seen["tenant"] == tenant and seen["users"] == [user_id], seen
+    finally:
+        del http.app.state.lifecycle_runner
