@@ -20,7 +20,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("keys", help="API keys: create (printed once), list, revoke")
     ks = p.add_subparsers(dest="keys_cmd", required=True)
     c = ks.add_parser("create", help="create a key and print it once")
-    c.add_argument("--tenant", default=DEFAULT_TENANT, help=f"default {DEFAULT_TENANT!r}")
+    c.add_argument(
+        "--tenant",
+        default=DEFAULT_TENANT,
+        help=f"the namespace of users the key serves (1-64 of A-Z a-z 0-9 _ . : -; default {DEFAULT_TENANT!r})",
+    )
     c.add_argument("--role", choices=ROLES, required=True)
     c.add_argument("--apps", default="", help="comma-separated app_ids (app keys)")
     c.add_argument(

@@ -12,6 +12,10 @@ Everything about a memory that is the user's words is sealed with the user's dat
 source message ids in ClickHouse. Milvus gets no tags, only their blind-index tokens
 (``blind_tags``), which a tag filter of the cold path matches (``core.scope``). After a
 purge those blobs read as empty (``KeyRing.open``).
+
+Every row, Milvus row and ``memory.changes`` event carries its ``tenant_id``; every read
+of a user's memories names the tenant (``tenant=``), so user 42 of two tenants never
+meet. Only ``load_ids`` (system passes over the whole store) reads across tenants.
 """
 
 from __future__ import annotations
@@ -225,7 +229,7 @@ class MemoryStore:
     def _row(self, m: MemoryRecord, version: int) -> list[Any]:
         u, t = m.user_id, m.tenant_id
 
-        def seal(_u: int, text: str) -> str:
+        def seal(text: str) -> str:  # with this (tenant, user)'s data key
             return self.cipher.encrypt(u, text, t)
 
         values = {
@@ -237,7 +241,7 @@ class MemoryStore:
             "level": str(m.level),
             "ownership": str(m.ownership),
             "mem_type": str(m.mem_type),
-            "content": seal(u, m.content),
+            "content": seal(m.content),
             "content_hash": m.content_hash,
             "weight": float(m.weight),
             "weight_at": m.weight_at,
@@ -254,9 +258,9 @@ class MemoryStore:
             "invalid_at": m.invalid_at,
             "superseded_by": m.superseded_by,
             "source_session_id": m.source_session_id,
-            "source_msg_id": seal(u, m.source_msg_id) if m.source_msg_id else m.source_msg_id,
-            "source_msg_ids": [seal(u, i) for i in m.source_msg_ids],
-            "custom_tags": seal(u, tags_json(m.custom_tags)) if m.custom_tags else "",
+            "source_msg_id": seal(m.source_msg_id) if m.source_msg_id else m.source_msg_id,
+            "source_msg_ids": [seal(i) for i in m.source_msg_ids],
+            "custom_tags": seal(tags_json(m.custom_tags)) if m.custom_tags else "",
             "vector_ref": m.vector_ref,
             "version": version,
         }
