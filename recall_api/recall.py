@@ -145,7 +145,7 @@ class Recaller:
         call: Deadline,
     ) -> Gathered:
         user, tenant = p.scope.user_id, p.scope.tenant_id
-        idx = self.svc.cache.peek(user, tenant=tenant)  # (an empty UserIndex is falsy)
+        idx = self.svc.cache.lookup(user, tenant=tenant)  # (an empty UserIndex is falsy)
         if idx is None:
             idx = self.breaker.call(call, partial(self.svc.cache.get, tenant=tenant), user)
         call.check()

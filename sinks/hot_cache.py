@@ -48,6 +48,14 @@ class HotCache:
     def peek(self, user_id: int, *, tenant: str) -> UserIndex | None:
         return self._peek(UserKey(tenant, user_id))
 
+    def lookup(self, user_id: int, *, tenant: str) -> UserIndex | None:
+        """``peek`` for a reader (recall): a cached user counts in ``hits``; on None the
+        reader calls ``get``, which counts the miss and loads."""
+        idx = self._peek(UserKey(tenant, user_id))
+        if idx is not None:
+            self.hits += 1
+        return idx
+
     def _peek(self, key: UserKey) -> UserIndex | None:
         with self._lock:
             idx = self._users.get(key)
