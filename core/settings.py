@@ -194,6 +194,8 @@ class Settings(BaseSettings):
     default_top_k: int = Field(10, ge=1, le=200)
     recall_timeout_ms: int = Field(500, ge=1, le=60000)
     hot_cache_budget_mb: int = Field(512, ge=1)
+    # cold user loads (ClickHouse + Milvus) in flight at once, per process
+    hot_cache_max_loads: int = Field(2, ge=1, le=64)
 
     # --- dedup and evolution ---
     near_duplicate_similarity: float = Field(0.95, ge=0.9, le=1)

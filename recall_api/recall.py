@@ -52,6 +52,7 @@ from core.calibration import REFERENCE, background, calibration_for
 from core.ranking import Candidate, Ranked, overfetch_for, rank_with
 from core.scope import RecallPredicate, ScopeError, ScopeRequest, resolve_scope
 from core.settings import Settings
+from core.user_index import UserIndex
 from core.weights import weight_now
 from recall_api.batcher import QueryBatcher
 from recall_api.breaker import CircuitBreaker, Deadline, RecallTimeout
@@ -89,6 +90,11 @@ class Recaller:
         self.calibration = calibration_for(name, svc.settings.dense_calibration)
         self._reference = np.asarray(svc.embedder.embed(list(REFERENCE)), dtype=np.float32)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="recall")
+        # Cold users load here, not on a recall worker: a burst of them queues on these
+        # few threads while the workers keep answering the users already cached.
+        self._loads = ThreadPoolExecutor(
+            svc.settings.hot_cache_max_loads, thread_name_prefix="recall-load"
+        )
         # The event loop, the recall workers and the embedding thread hand the GIL to
         # each other on every request; with CPython's default 5 ms switch interval a
         # thread waits up to 5 ms for it. With 0.5 ms, p99 at 50 recalls/s of uncached
@@ -99,9 +105,14 @@ class Recaller:
     async def recall(self, p: RecallParams) -> list[Hit]:
         """Ranked items, or ApiError 40001/40301/40302/50401."""
         call = Deadline(time.monotonic() + p.timeout_ms / 1000.0)
-        work = asyncio.get_running_loop().run_in_executor(self._pool, self._run, p, call)
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wait_for(work, p.timeout_ms / 1000.0)
+            loaded = None
+            if self._is_cold(p):
+                load = loop.run_in_executor(self._loads, self._load, p, call)
+                loaded = await asyncio.wait_for(load, max(call.remaining(), 0.0))
+            work = loop.run_in_executor(self._pool, self._run, p, call, loaded)
+            return await asyncio.wait_for(work, max(call.remaining(), 0.0))
         except TimeoutError:
             if call.abandon():
                 self.breaker.failure()
@@ -113,7 +124,19 @@ class Recaller:
         except ScopeError as exc:
             raise ApiError(ErrorCode(exc.code), str(exc), EMPTY) from None
 
-    def _run(self, p: RecallParams, call: Deadline) -> list[Hit]:
+    def _is_cold(self, p: RecallParams) -> bool:
+        """A hot-path recall whose user is not cached (peek: counts nothing)."""
+        scope = p.scope
+        if scope.include_archived or scope.as_of is not None:
+            return False
+        return self.svc.cache.peek(scope.user_id, tenant=scope.tenant_id) is None
+
+    def _load(self, p: RecallParams, call: Deadline) -> UserIndex:
+        call.check()
+        user, tenant = p.scope.user_id, p.scope.tenant_id
+        return self.breaker.call(call, partial(self.svc.cache.get, tenant=tenant), user)
+
+    def _run(self, p: RecallParams, call: Deadline, loaded: UserIndex | None = None) -> list[Hit]:
         call.check()
         scope = p.scope
         pred = resolve_scope(scope, self.svc.switches.get(scope.user_id, tenant=scope.tenant_id))
@@ -131,7 +154,7 @@ class Recaller:
         if p.scope.include_archived or p.scope.as_of is not None:
             gathered = self._cold(p, s, pred, qvec, limit, call)
         else:
-            gathered = self._hot(p, s, pred, qvec, limit, call)
+            gathered = self._hot(p, s, pred, qvec, limit, call, loaded)
         call.check()
         return self._rank(p, s, qvec, *gathered)
 
@@ -143,9 +166,12 @@ class Recaller:
         qvec: np.ndarray | None,
         limit: int,
         call: Deadline,
+        loaded: UserIndex | None = None,
     ) -> Gathered:
         user, tenant = p.scope.user_id, p.scope.tenant_id
-        idx = self.svc.cache.lookup(user, tenant=tenant)  # (an empty UserIndex is falsy)
+        idx = loaded  # (an empty UserIndex is falsy: test for None)
+        if idx is None:
+            idx = self.svc.cache.lookup(user, tenant=tenant)
         if idx is None:
             idx = self.breaker.call(call, partial(self.svc.cache.get, tenant=tenant), user)
         call.check()

@@ -34,7 +34,12 @@ class Services:
         memories = MemoryStore(stores, KeyRing.from_settings(settings, stores.clickhouse))
         embedder = embedder if embedder is not None else build_embedder(settings)
         check_store_model(memories, embedder, settings)  # as Runtime.build: ModelMismatch
-        cache = HotCache.attach(memories, settings.embedding_dim, settings.hot_cache_budget_mb)
+        cache = HotCache.attach(
+            memories,
+            settings.embedding_dim,
+            settings.hot_cache_budget_mb,
+            settings.hot_cache_max_loads,
+        )
         return cls(
             settings,
             stores,

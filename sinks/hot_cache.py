@@ -21,7 +21,7 @@ from sinks.memory_store import MemoryStore, WriteBatch
 
 
 class HotCache:
-    def __init__(self, store: MemoryStore, dim: int, budget_bytes: int):
+    def __init__(self, store: MemoryStore, dim: int, budget_bytes: int, max_loads: int = 2):
         self.store = store
         self.dim = dim
         self.budget = budget_bytes
@@ -34,11 +34,14 @@ class HotCache:
         self.hits = 0
         self.misses = 0
         self.load_ms: deque[float] = deque(maxlen=100_000)  # recent cold loads (get), ms
+        # At most ``max_loads`` cold loads at once: a storm of cold users queues here and
+        # leaves the recall pool's other threads (and the cores) to the cached ones.
+        self._load_slots = threading.BoundedSemaphore(max_loads)
 
     @classmethod
-    def attach(cls, store: MemoryStore, dim: int, budget_mb: int) -> HotCache:
+    def attach(cls, store: MemoryStore, dim: int, budget_mb: int, max_loads: int = 2) -> HotCache:
         """A cache kept current by ``store``'s write listener (how every process builds it)."""
-        cache = cls(store, dim, budget_mb * 1024 * 1024)
+        cache = cls(store, dim, budget_mb * 1024 * 1024, max_loads)
         store.subscribe(cache.apply)
         return cache
 
@@ -76,8 +79,9 @@ class HotCache:
             idx = self._peek(key)
             if idx is None:
                 self.misses += 1
-                started = time.perf_counter()
-                idx = self._load_many([key])[key]
+                started = time.perf_counter()  # the wait for a slot counts: a reader waits
+                with self._load_slots:
+                    idx = self._load_many([key])[key]
                 self.load_ms.append((time.perf_counter() - started) * 1000)
                 with self._lock:
                     if self._keep(key):

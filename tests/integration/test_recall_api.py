@@ -242,3 +242,38 @@ def test_milvus_hanging_answers_50401_in_time_and_opens_the_breaker(
     assert time.monotonic() - started < 0.2
     # the hot path needs no store: the cached user is still served
     assert ids(recall(api, user_id, "stamps", timeout_ms=300)) == [mem.memory_id]
+
+
+def test_cold_users_loading_do_not_hold_up_a_cached_users_recall(
+    api, runtime, user_id, monkeypatch
+):
+    """Cold loads run on their own few threads (hot_cache_max_loads): ten cold users stuck
+    loading leave the recall workers (8) free, so a cached user is answered meanwhile."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    seed(runtime, record(user_id, "I keep bees on the roof"))
+    assert recall(api, user_id, "bees")["data"]["hit"] is True  # now cached
+    assert runtime.cache.peek(user_id, tenant="default") is not None
+    release, blocked = threading.Event(), []
+    load = runtime.cache._load_many
+
+    def stuck(keys):
+        blocked.append(keys)
+        release.wait(20)
+        return load(keys)
+
+    monkeypatch.setattr(runtime.cache, "_load_many", stuck)
+    cold = [user_id + 1000 + i for i in range(10)]
+    with ThreadPoolExecutor(10) as pool:
+        waiting = [pool.submit(recall, api, u, "anything", timeout_ms=20_000) for u in cold]
+        deadline = time.monotonic() + 10
+        while not blocked and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            answer = recall(api, user_id, "bees", timeout_ms=3000)
+            assert answer["code"] == 0 and answer["data"]["hit"] is True
+            assert not release.is_set() and all(not w.done() for w in waiting)
+        finally:
+            release.set()
+        assert [w.result()["code"] for w in waiting] == [0] * len(cold)
