@@ -170,6 +170,13 @@ def bench_quality(
             name: quality_metrics.ratios({k: memstream[k] for k in keys}, {k: b[k] for k in keys})
             for name, b in {**modes, **baselines}.items()
         },
+        "paired": {
+            name: quality_metrics.paired(
+                questions, {qid: a.ranked for qid, a in ours.items()},
+                {qid: a.ranked for qid, a in answers.items()})
+            for name, answers in {**{f"memstream_{m}": by_mode[m] for m in others},
+                                  **base}.items()
+        },
         "questions": quality_metrics.first_ranks(data.questions(), {
             name: {qid: a.ranked for qid, a in answers.items()}
             for name, answers in {"memstream": ours, **{f"memstream_{m}": by_mode[m]

@@ -1,9 +1,12 @@
 """How ``bench quality`` asks: through ``POST /memory/v1/recall`` over HTTP (uvicorn
 in-process, as in the node), once per fusion mode of ``core.ranking``.
 
-Between passes the bench sets ``recall_fusion`` on the in-process ``Services`` that the
-API serves from (the public API has no such knob), so the three modes answer over the
-same ingested store. Deleted questions are asked after ``delete_sources`` removed,
+The bench sets ``recall_fusion`` on the in-process ``Services`` that the API serves
+from (the public API has no such knob) and asks each question in every mode in turn,
+after one warm-up recall per user, so the modes answer over the same store in the same
+state: one pass per mode let the first mode alone pay the users' cold loads and let the
+store move (weights decay with time) between passes, which was enough to flip a
+0.005 difference between modes. Deleted questions are asked after ``delete_sources`` removed,
 through the API, every memory whose sources hold the deleted turn.
 """
 
@@ -79,17 +82,23 @@ def answer_all(
     app, server, thread, url = serve_api(env)
     services, base = app.state.services, env.settings
     order = modes(base.recall_fusion)
-    ours: dict[str, dict[str, Answer]] = {}
+    settings = {mode: base.model_copy(update={"recall_fusion": mode}) for mode in order}
+    ours: dict[str, dict[str, Answer]]
     try:
         with httpx.Client(timeout=60) as client:
-            for mode in order:
-                services.settings = base.model_copy(update={"recall_fusion": mode})
-                ours[mode] = {q.qid: ask(client, url, q, 0.0) for q in asked}
+            for user_id in sorted({q.user_id for q in asked}):  # warm: no mode asks cold
+                warm = Question("warm", user_id, "en", "single", "warm up", ())
+                ask(client, url, warm, 0.0)
+            ours = {mode: {} for mode in order}
+            for q in asked:  # the modes in turn per question: none sees a later store
+                for mode in order:
+                    services.settings = settings[mode]
+                    ours[mode][q.qid] = ask(client, url, q, 0.0)
             services.settings = base
             at_default = {q.qid: ask(client, url, q, None) for q in asked}
             deleted = delete_sources(client, url.rsplit("/", 1)[0], data, stored)
             for mode in order:
-                services.settings = base.model_copy(update={"recall_fusion": mode})
+                services.settings = settings[mode]
                 for q in data.questions():
                     if q.type == "deleted":
                         ours[mode][q.qid] = ask(client, url, q, 0.0)

@@ -13,6 +13,10 @@ several for a consolidated one). Per question, with E the evidence ids:
 
 ``summarize`` averages per type, per language and overall (overall: the recall metrics
 of every type but deleted); ``ratios`` divides one system's summary by another's, metric by metric.
+``paired`` counts, per language, the questions where one system's recall@10 beat
+another's, lost or tied: the systems answer the same questions over the same store, so
+these counts separate a real difference from the run-to-run noise of the means (the
+store itself differs a little between runs).
 """
 
 from __future__ import annotations
@@ -116,6 +120,24 @@ def recalled_chars(contents: Sequence[Sequence[str]]) -> float:
     if not contents:
         return 0.0
     return round(sum(sum(len(c) for c in answer[:10]) for answer in contents) / len(contents), 1)
+
+
+def paired(
+    questions: Iterable[Any], ours: dict[str, Ranked], theirs: dict[str, Ranked]
+) -> dict[str, dict[str, int]]:
+    """Per language (and ``all``): questions where ``ours`` has the higher recall@10
+    (``better``), the lower (``worse``) or the same (``same``); deleted ones left out."""
+    out: dict[str, dict[str, int]] = {}
+    for q in questions:
+        if q.type == "deleted" or q.qid not in ours or q.qid not in theirs:
+            continue
+        a = recall_at(q.evidence, ours[q.qid], 10)
+        b = recall_at(q.evidence, theirs[q.qid], 10)
+        verdict = "better" if a > b else "worse" if a < b else "same"
+        for key in ("all", q.lang):
+            counts = out.setdefault(key, {"better": 0, "worse": 0, "same": 0})
+            counts[verdict] += 1
+    return out
 
 
 def first_ranks(questions: Iterable[Any], systems: dict[str, dict[str, Ranked]]) -> list[dict]:

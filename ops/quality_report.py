@@ -84,6 +84,13 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"deleted: {deleted['n']} questions, leak {_f(deleted['leak'])} ("
                      f"{gone['turns_with_memories']} of the turns had memories; "
                      f"{gone['memories']} memories deleted through the API)")  # fmt: skip
+    for name, by_lang in result.get("paired", {}).items():
+        lines.append(
+            f"per question vs {label(name)} (r@10 better/worse/same): "
+            + ", ".join(
+                f"{lang} {c['better']}/{c['worse']}/{c['same']}" for lang, c in by_lang.items()
+            )
+        )
     failed = {**ms["failed_recalls"], **ms["at_default_min_relevance"]["failed_recalls"]}
     if failed:
         lines.append(f"failed recalls (code: count): {failed}")

@@ -55,7 +55,14 @@ def test_a_tiny_run_writes_every_section(tmp_path: Path) -> None:
     for name in ("bm25", "dense", "memstream_dense", "memstream_lexical"):
         assert set(result["ratios"][name]) == {"overall", "by_type", "by_lang"}
         assert "recall@10" in result["ratios"][name]["overall"]
+        paired = result["paired"][name]  # per question, over the same questions
+        asked_en = sum(paired["en"].values())
+        assert (
+            set(paired) == {"all", "en", "zh"} and asked_en == ms["by_lang"]["en"]["overall"]["n"]
+        )
+        assert sum(paired["all"].values()) == ms["overall"]["n"]
 
     asked = sum(config["questions"].values())
     assert len(result["questions"]) == asked and "questions" not in printed
     assert "memstream" in done.stderr and "overall" in done.stderr  # the table
+    assert "per question vs" in done.stderr

@@ -8,6 +8,7 @@ from ops.quality_metrics import (
     first_rank,
     first_ranks,
     kept_share,
+    paired,
     ratios,
     recall_at,
     recalled_chars,
@@ -102,3 +103,22 @@ def test_first_ranks_tells_where_each_system_put_the_evidence() -> None:
     got = first_ranks([q], {"ours": {"q1": [["x"], ["a"]]}, "base": {"q1": [["x"]] * 10 + [["a"]]}})
     assert got == [{"qid": "q1", "lang": "en", "type": "single", "query": "where?",
                     "evidence": ["a"], "stale": [], "ours": 1, "base": None}]  # fmt: skip
+
+
+def test_paired_counts_questions_won_lost_and_tied_per_language() -> None:
+    from types import SimpleNamespace as Q
+
+    questions = [
+        Q(qid="1", lang="en", type="single", evidence=("a",)),
+        Q(qid="2", lang="en", type="single", evidence=("b",)),
+        Q(qid="3", lang="zh", type="multi", evidence=("c", "d")),
+        Q(qid="4", lang="zh", type="deleted", evidence=("e",)),  # left out
+        Q(qid="5", lang="zh", type="single", evidence=("f",)),  # theirs never answered
+    ]
+    ours = {"1": [["a"]], "2": [["x"]], "3": [["c"]], "4": [], "5": [["f"]]}
+    theirs = {"1": [["x"]], "2": [["x"]], "3": [["c"], ["d"]], "4": [["e"]]}
+    assert paired(questions, ours, theirs) == {
+        "all": {"better": 1, "worse": 1, "same": 1},
+        "en": {"better": 1, "worse": 0, "same": 1},
+        "zh": {"better": 0, "worse": 1, "same": 0},
+    }
