@@ -20,10 +20,10 @@ is idle (``settle_s``): Milvus Lite builds its index in the background after the
 
 The hot cache keeps the configured budget (``hot_cache_budget_mb``), so when the users
 outnumber it recalls meet cold users, as in production; ``fit_cache`` sizes it to hold
-every seeded user (~3 KB a memory), the best case. Traffic: users drawn uniformly, or by
-Zipf popularity (``zipf`` = s: the r-th most popular user is asked ∝ 1/r^s), each making
-``session_len`` recalls in a row (the first may be cold, the rest find it loaded). Each
-phase reports, beside latency and codes (50401: timed out), the hot cache's hit ratio,
+every seeded user (~4.5 KB a memory: ``core.user_index.RECORD_BYTES``), the best case.
+Traffic: users drawn uniformly, or by Zipf popularity (``zipf`` = s: the r-th most
+popular user is asked ∝ 1/r^s), each making ``session_len`` recalls in a row (the first
+may be cold, the rest find it loaded). Each phase reports, beside latency and codes (50401: timed out), the hot cache's hit ratio,
 its cold loads (count and latency percentiles, from ``HotCache.load_ms``) and how many
 users it held at the end.
 """
@@ -259,8 +259,8 @@ def bench_recall(
     Redis on every call, set high enough never to refuse: what keys and limits cost."""
     rng = random.Random(seed_value)
     budget = settings.hot_cache_budget_mb
-    if fit_cache:  # every seeded user fits (~3 KB a memory): the best case, not production
-        budget = max(budget, users * memories * 3 // 1024 + 64)
+    if fit_cache:  # every seeded user fits (~4.5 KB a memory): the best case, not production
+        budget = max(budget, users * memories * 9 // 2048 + 64)
     keyed = {}
     if auth:
         keyed = {f"rate_limit_{w}_{k}": "1000000/second" for w in ("key", "user")
