@@ -196,6 +196,9 @@ class Settings(BaseSettings):
     hot_cache_budget_mb: int = Field(512, ge=1)
     # cold user loads (ClickHouse + Milvus) in flight at once, per process
     hot_cache_max_loads: int = Field(2, ge=1, le=64)
+    # per-user snapshots in Redis (sinks.user_snapshot): a cold user in one read; their
+    # time to live in seconds, renewed by every write of the user (0: no snapshots)
+    hot_snapshot_ttl_s: int = Field(86400, ge=0)
 
     # --- dedup and evolution ---
     near_duplicate_similarity: float = Field(0.95, ge=0.9, le=1)

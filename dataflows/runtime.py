@@ -51,6 +51,7 @@ class Runtime:
             settings.embedding_dim,
             settings.hot_cache_budget_mb,
             settings.hot_cache_max_loads,
+            settings.hot_snapshot_ttl_s or None,
         )
         return cls(
             settings=settings,

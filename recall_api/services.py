@@ -39,6 +39,7 @@ class Services:
             settings.embedding_dim,
             settings.hot_cache_budget_mb,
             settings.hot_cache_max_loads,
+            settings.hot_snapshot_ttl_s or None,
         )
         return cls(
             settings,

@@ -1,9 +1,11 @@
 """The per-user hot cache: UserIndex objects loaded on first touch, LRU by memory budget.
 
-Filled from ClickHouse (records) and Milvus (vectors); kept current by the write
-listener of :class:`sinks.memory_store.MemoryStore` in-process and by ``memory.changes``
-across processes (``invalidate``). Only ACTIVE memories live here; the archive and time
-travel go to Milvus. Caches are derivable, so nothing here is ever snapshotted.
+Filled from the user's Redis snapshot (``sinks.user_snapshot``: one read) when there is a
+valid one, else from ClickHouse (records) and Milvus (vectors), after which the snapshot
+is saved for the next process or the next time; kept current by the write listener of
+:class:`sinks.memory_store.MemoryStore` in-process and by ``memory.changes`` across
+processes (``invalidate``). Only ACTIVE memories live here; the archive and time travel
+go to Milvus. Caches are derivable, so nothing here is in a Bytewax snapshot.
 """
 
 from __future__ import annotations
@@ -18,11 +20,20 @@ from core.user_index import UserIndex
 from schemas.enums import Status
 from schemas.tenants import UserKey
 from sinks.memory_store import MemoryStore, WriteBatch
+from sinks.user_snapshot import Snapshot, UserSnapshots
 
 
 class HotCache:
-    def __init__(self, store: MemoryStore, dim: int, budget_bytes: int, max_loads: int = 2):
+    def __init__(
+        self,
+        store: MemoryStore,
+        dim: int,
+        budget_bytes: int,
+        max_loads: int = 2,
+        snapshots: UserSnapshots | None = None,
+    ):
         self.store = store
+        self.snapshots = snapshots
         self.dim = dim
         self.budget = budget_bytes
         # keyed by (tenant, user): user 42 of two tenants is two people
@@ -33,15 +44,29 @@ class HotCache:
         self._warming: set[UserKey] = set()
         self.hits = 0
         self.misses = 0
+        self.snapshot_loads = 0  # users loaded from their Redis snapshot
         self.load_ms: deque[float] = deque(maxlen=100_000)  # recent cold loads (get), ms
         # At most ``max_loads`` cold loads at once: a storm of cold users queues here and
         # leaves the recall pool's other threads (and the cores) to the cached ones.
         self._load_slots = threading.BoundedSemaphore(max_loads)
 
     @classmethod
-    def attach(cls, store: MemoryStore, dim: int, budget_mb: int, max_loads: int = 2) -> HotCache:
-        """A cache kept current by ``store``'s write listener (how every process builds it)."""
-        cache = cls(store, dim, budget_mb * 1024 * 1024, max_loads)
+    def attach(
+        cls,
+        store: MemoryStore,
+        dim: int,
+        budget_mb: int,
+        max_loads: int = 2,
+        snapshot_ttl_s: int | None = None,
+    ) -> HotCache:
+        """A cache kept current by ``store``'s write listener (how every process builds
+        it); with ``snapshot_ttl_s``, backed by Redis snapshots that the same store's
+        writes keep current (None: no snapshots)."""
+        snapshots = None
+        if snapshot_ttl_s is not None:
+            snapshots = UserSnapshots(store.stores.redis, store.cipher, dim, snapshot_ttl_s)
+            store.subscribe(snapshots.apply)
+        cache = cls(store, dim, budget_mb * 1024 * 1024, max_loads, snapshots)
         store.subscribe(cache.apply)
         return cache
 
@@ -102,6 +127,30 @@ class HotCache:
         return out
 
     def _load_tenant(self, tenant: str, user_ids: list[int]) -> dict[UserKey, UserIndex]:
+        keys = [UserKey(tenant, u) for u in user_ids]
+        snaps, gens = self.snapshots.read(keys) if self.snapshots is not None else ({}, {})
+        out = {k: self._from_snapshot(k, snap) for k, snap in snaps.items()}
+        self.snapshot_loads += len(out)
+        missing = [k.user_id for k in keys if k not in out]
+        if missing:
+            loaded = self._from_stores(tenant, missing)
+            if self.snapshots is not None:
+                for key, idx in loaded.items():
+                    self.snapshots.save(key, gens.get(key), idx)
+            out.update(loaded)
+        return out
+
+    def _from_snapshot(self, key: UserKey, snap: Snapshot) -> UserIndex:
+        idx = UserIndex(key.user_id, self.dim, capacity=max(64, len(snap.records)),
+                        tenant=key.tenant)  # fmt: skip
+        idx.dormant = snap.dormant
+        for r in snap.records:
+            row = snap.rows.get(r.memory_id)
+            if row is not None:
+                idx.upsert(r, row)
+        return idx
+
+    def _from_stores(self, tenant: str, user_ids: list[int]) -> dict[UserKey, UserIndex]:
         records = self.store.load_many(user_ids, statuses=[Status.ACTIVE], tenant=tenant)
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
         dormant = self.store.archived_hashes(user_ids, tenant=tenant)

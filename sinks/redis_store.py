@@ -17,6 +17,7 @@ class RedisStore:
         self.url = url
         self._timeout = socket_timeout
         self._client: redis.Redis | None = None
+        self._raw: redis.Redis | None = None
 
     def setup(self) -> None:
         self._client = redis.Redis.from_url(
@@ -26,12 +27,25 @@ class RedisStore:
             health_check_interval=30,
             decode_responses=True,
         )
+        self._raw = redis.Redis.from_url(
+            self.url,
+            socket_timeout=self._timeout,
+            socket_connect_timeout=self._timeout,
+            health_check_interval=30,
+        )
 
     @property
     def client(self) -> redis.Redis:
         if self._client is None:
             raise StoreUnavailable("redis: setup() was not called")
         return self._client
+
+    @property
+    def raw(self) -> redis.Redis:
+        """A client that returns bytes (binary values: ``sinks.user_snapshot``)."""
+        if self._raw is None:
+            raise StoreUnavailable("redis: setup() was not called")
+        return self._raw
 
     def ping(self) -> bool:
         try:
@@ -40,6 +54,7 @@ class RedisStore:
             return False
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-        self._client = None
+        for client in (self._client, self._raw):
+            if client is not None:
+                client.close()
+        self._client = self._raw = None

@@ -101,6 +101,8 @@ def reconcile(
     _pending(rt, wanted, stats, touched)
     _store_to_milvus(rt, wanted, cutoff, page_size, pause_s, stats, touched)
     _milvus_to_store(rt, wanted, stats, touched)
+    if rt.cache.snapshots is not None:  # the stores changed under them: rebuild
+        rt.cache.snapshots.drop(touched)
     for key in touched:
         rt.cache.invalidate(key.user_id, tenant=key.tenant)
     stats["caches_invalidated"] = len(touched)
