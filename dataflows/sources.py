@@ -3,6 +3,11 @@
 Bytewax has no stop call for a running flow; a source that raises StopIteration ends it
 after the in-flight batch has gone through every step. The node and the tests set the
 event on shutdown; recovery resumes from the last snapshot next time.
+
+Before it lists its partitions, the Kafka source waits (``ready_s``) until the broker's
+metadata gives each of its topics partitions with a leader (``sinks.kafka.wait_for_topics``):
+right after the topics are created Bytewax's ``list_parts`` raised, and every flow of a
+new node failed once at start. A topic still not ready then raises TopicsNotReady.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from typing import Any
 
 from bytewax.connectors.kafka import KafkaSource
 from bytewax.inputs import StatefulSourcePartition
+
+from sinks.kafka import wait_for_topics
 
 
 class _StoppablePartition(StatefulSourcePartition):
@@ -35,9 +42,25 @@ class _StoppablePartition(StatefulSourcePartition):
 
 
 class StoppableKafkaSource(KafkaSource):
-    def __init__(self, *args: Any, stop: threading.Event, **kwargs: Any):
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        brokers: list[str],
+        topics: list[str],
+        *,
+        stop: threading.Event,
+        add_config: dict[str, str] | None = None,
+        ready_s: float = 30.0,
+        **kwargs: Any,
+    ):
+        super().__init__(brokers, topics, add_config=add_config, **kwargs)
         self.stop = stop
+        self._ready_config = {"bootstrap.servers": ",".join(brokers), **(add_config or {})}
+        self._ready_topics = list(topics)
+        self._ready_s = ready_s
+
+    def list_parts(self) -> list[str]:
+        wait_for_topics(self._ready_config, self._ready_topics, self._ready_s, self.stop)
+        return super().list_parts()
 
     def build_part(self, step_id: str, for_part: str, resume_state: Any) -> _StoppablePartition:
         return _StoppablePartition(super().build_part(step_id, for_part, resume_state), self.stop)

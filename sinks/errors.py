@@ -2,6 +2,7 @@
 
 StoreError
 ├── StoreUnavailable   the backend did not answer (retry later; readiness is false)
+│   └── TopicsNotReady   a flow's topics had no partitions in Kafka's metadata in time
 ├── SchemaMismatch     the store holds a newer schema than this code knows
 └── ModelMismatch      the store's vectors were made by another embedding model
 """
@@ -15,6 +16,11 @@ class StoreError(RuntimeError):
 
 class StoreUnavailable(StoreError):
     """The backend did not answer in time; the operation may be retried."""
+
+
+class TopicsNotReady(StoreUnavailable):
+    """Kafka's metadata did not give every topic a flow reads its partitions in time
+    (missing, or no leader yet); the message names each topic and what it lacked."""
 
 
 class SchemaMismatch(StoreError):

@@ -3,14 +3,17 @@
 Topics are created idempotently with the configured partition count; the retention and
 ``segment.ms`` of ``memory.conversations`` and ``memory.dlq`` keep every record within the
 purge deadline (``sinks.topic_config``), so raw transcripts never outlive a deletion
-promise. Keys are the user_id as a decimal string.
+promise. Keys are the user_id as a decimal string. A flow's source waits for its topics'
+partitions before it lists them (``wait_for_topics``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
@@ -21,11 +24,12 @@ from confluent_kafka.admin import (
     ConfigResource,
     NewTopic,
     ResourceType,
+    TopicMetadata,
 )
 
 from core.settings import Settings
 from schemas.events import ALL_TOPICS, topic
-from sinks.errors import StoreUnavailable
+from sinks.errors import StoreUnavailable, TopicsNotReady
 from sinks.kafka_config import kafka_security_config
 from sinks.topic_config import PLAINTEXT_TOPICS, topic_config
 
@@ -199,3 +203,63 @@ class KafkaBus:
             self._producer.flush(5)
         self._producer = None
         self._admin = None
+
+
+def wait_for_topics(
+    config: Mapping[str, Any],
+    topics: Iterable[str],
+    timeout: float = 30.0,
+    stop: threading.Event | None = None,
+) -> None:
+    """Return once the broker's metadata gives each of ``topics`` its partitions, each
+    with a leader; raise TopicsNotReady after ``timeout`` seconds.
+
+    Right after CreateTopics (or while the node's ensure-topics thread still retries) a
+    topic's metadata says UNKNOWN_TOPIC_OR_PART (or LEADER_NOT_AVAILABLE), and Bytewax's
+    KafkaSource.list_parts raises on that. All topics are listed, never one by name: a metadata request naming
+    a topic lets a broker with auto-create make it, without the configs of ensure_topics.
+    Returns at once, unchecked, when ``stop`` is set.
+    """
+    wanted = list(topics)
+    admin = AdminClient({**config, "socket.timeout.ms": 5000})
+    started = time.monotonic()
+    deadline = started + timeout
+    waited = False
+    while stop is None or not stop.is_set():
+        try:
+            md = admin.list_topics(timeout=min(max(deadline - time.monotonic(), 0.5), 5.0))
+            states = {t: _not_ready(md.topics.get(t)) for t in wanted}
+        except KafkaException:
+            states = dict.fromkeys(wanted, "broker did not answer")
+        pending = {t: why for t, why in states.items() if why is not None}
+        if not pending:
+            if waited:
+                waited_s = round(time.monotonic() - started, 1)
+                log.info(
+                    "kafka topics ready", extra={"fields": {"topics": wanted, "waited_s": waited_s}}
+                )
+            return
+        if time.monotonic() >= deadline:
+            log.warning("kafka topics not ready", extra={"fields": {"topics": pending}})
+            raise TopicsNotReady(
+                f"kafka: topics not ready after {timeout:.0f}s: "
+                + ", ".join(f"{t} ({why})" for t, why in pending.items())
+            )
+        waited = True
+        if stop is None:
+            time.sleep(0.2)
+        else:
+            stop.wait(0.2)
+
+
+def _not_ready(meta: TopicMetadata | None) -> str | None:
+    """Why a topic's metadata cannot be listed into partitions yet; None when it can."""
+    if meta is None:
+        return "missing"
+    if meta.error is not None:
+        return meta.error.name()
+    if not meta.partitions:
+        return "no partitions"
+    if any(p.leader < 0 for p in meta.partitions.values()):
+        return "no leader"
+    return None

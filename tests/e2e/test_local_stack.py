@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from ops import stack
 from ops.procs import port_open
 from tests.helpers.stack_cli import cli as _cli
 from tests.helpers.stack_cli import private_stack_env
@@ -96,6 +97,9 @@ def test_cli_sql_export_import_against_a_running_node(stack_env, tmp_path) -> No
         timeout=30,
     ).json()
     assert added["code"] == 0, added
+    # the writer answered: both flows started first time, none failed on topics just made
+    node_log = stack.proc(Path(env["MEMSTREAM_DATA_DIR"]), "node").logfile.read_text()
+    assert "restarting in" not in node_log, node_log[-3000:]
 
     sql = _cli(
         env,
