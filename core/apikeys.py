@@ -32,7 +32,7 @@ Role = Literal["app", "admin"]
 ROLES: tuple[Role, ...] = ("app", "admin")
 PREFIX = "msk_"
 _KEY = re.compile(r"^msk_(?P<kid>[0-9a-f]{8})_[A-Za-z0-9_-]{20,100}$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 
 
 def digest(key: str) -> str:
@@ -48,7 +48,7 @@ def kid_of(key: str) -> str | None:
 
 def check_name(what: str, value: str) -> str:
     """A tenant or app name: 1–128 of ``[A-Za-z0-9_.:-]``, not starting with punctuation."""
-    if not _NAME.match(value):
+    if not _NAME.fullmatch(value):
         raise ValueError(f"{what} '{value}' must be 1-128 of A-Z a-z 0-9 _ . : - (no spaces)")
     return value
 

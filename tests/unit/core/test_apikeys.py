@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from core.apikeys import KeyRing, digest, kid_of, legacy_ring, new_key, revoked
+from core.apikeys import KeyRing, check_name, digest, kid_of, legacy_ring, new_key, revoked
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -40,6 +40,15 @@ def test_verify_finds_the_record_and_refuses_a_changed_or_revoked_key():
 def test_invalid_keys_are_refused(role, apps, grant, error):
     with pytest.raises(ValueError, match=error):
         new_key("default", role, apps, global_grant=grant, now=NOW)
+
+
+def test_a_name_with_a_trailing_newline_is_refused():
+    assert check_name("app", "appA") == "appA"
+    for name in ("appA\n", "appA\r\n", "\nappA"):  # `$` of a match let "appA\n" through
+        with pytest.raises(ValueError, match="no spaces"):
+            check_name("app", name)
+    with pytest.raises(ValueError, match="no spaces"):
+        new_key("default", "app", ["appA\n"], now=NOW)
 
 
 def test_kid_of_parses_only_well_formed_keys():
