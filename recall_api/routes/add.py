@@ -7,12 +7,13 @@ import json
 import uuid
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import OUTAGES, ApiError, unavailable
+from recall_api.recall import recaller_for
 from recall_api.services import Services
 from schemas.commands import StructuredMemory
 from schemas.enums import Level, Ownership
@@ -71,7 +72,7 @@ def check_switch(svc: Services, user_id: int, app_id: str | None, tenant: str) -
 
 
 @router.post("/add")
-def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request) -> dict[str, Any]:
     """Accept turns for extraction; answers at once with a task id to poll."""
     caller.check_write_scope(body.level, body.app_id)
     s = svc.settings
@@ -132,6 +133,7 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]
     except StoreUnavailable as exc:  # not queued: nothing will land
         delivered(exc, None)
         raise unavailable("Kafka", request_id) from exc
+    recaller_for(request.app.state, svc).prefetch(body.user_id, t)  # a recall tends to follow
     return {"code": 0, "msg": "ok", "data": {"task_id": event.task_id, "accepted": True}}
 
 

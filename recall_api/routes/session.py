@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
+from recall_api.recall import recaller_for
 from schemas.events import UserId
 
 router = APIRouter(prefix="/memory/v1", tags=["session"])
@@ -25,10 +26,14 @@ class SessionCloseRequest(BaseModel):
 
 
 @router.post("/session/close")
-async def close(body: SessionCloseRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+async def close(
+    body: SessionCloseRequest, svc: ServicesDep, caller: CallerDep, request: Request
+) -> dict[str, Any]:
     caller.check_write_scope("SESSION", body.app_id)
     payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
     data = await run_command(
         svc, "session_close", body.user_id, payload, body.request_id, tenant=caller.tenant
     )
+    # applied: the next session's first recall finds the user loaded
+    recaller_for(request.app.state, svc).prefetch(body.user_id, caller.tenant)
     return {"code": 0, "msg": "ok", "data": data}

@@ -277,3 +277,25 @@ def test_cold_users_loading_do_not_hold_up_a_cached_users_recall(
         finally:
             release.set()
         assert [w.result()["code"] for w in waiting] == [0] * len(cold)
+
+
+def test_an_add_loads_an_uncached_user_in_the_background(api, runtime, user_id):
+    """add (and session/close) prefetch the user: the recall that tends to follow is hot."""
+    from recall_api.recall import recaller_for
+
+    seed(runtime, record(user_id, "I keep bees on the roof"))
+    runtime.cache.invalidate(user_id, tenant="default")
+    recaller = recaller_for(api.app.state, api.app.state.services)
+    before = recaller.prefetched
+    body = {"user_id": user_id, "messages": [{"role": "user", "content": "I also grow tomatoes"}]}
+    assert api.post("/memory/v1/add", json=body).json()["code"] == 0
+    assert recaller.prefetched == before + 1
+    deadline = time.monotonic() + 10
+    while runtime.cache.peek(user_id, tenant="default") is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    idx = runtime.cache.peek(user_id, tenant="default")
+    assert idx is not None and [r.content for r in idx.records.values()] == [
+        "I keep bees on the roof"
+    ]
+    assert api.post("/memory/v1/add", json=body).json()["code"] == 0  # cached: nothing to do
+    assert recaller.prefetched == before + 1
