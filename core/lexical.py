@@ -140,6 +140,10 @@ class BM25Index:
         for term, tf in counts.items():
             self._postings.setdefault(term, {})[doc_id] = tf
 
+    def terms(self, doc_id: str) -> dict[str, int]:
+        """The term counts ``doc_id`` is indexed under (empty when not indexed)."""
+        return dict(self._doc_terms.get(doc_id, ()))
+
     def remove(self, doc_id: str) -> bool:
         """Forget ``doc_id``; False when it was not indexed."""
         counts = self._doc_terms.pop(doc_id, None)

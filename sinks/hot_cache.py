@@ -147,7 +147,7 @@ class HotCache:
         for r in snap.records:
             row = snap.rows.get(r.memory_id)
             if row is not None:
-                idx.upsert(r, row)
+                idx.upsert(r, row, snap.terms.get(r.memory_id))
         return idx
 
     def _from_stores(self, tenant: str, user_ids: list[int]) -> dict[UserKey, UserIndex]:
@@ -196,8 +196,10 @@ class HotCache:
         return True
 
     def _evict(self) -> None:
+        """Least recently used first, until within the budget: a user larger than the
+        whole budget is served from the load that fetched it and not kept."""
         total = sum(i.nbytes for i in self._users.values())
-        while total > self.budget and len(self._users) > 1:
+        while total > self.budget and self._users:
             _, dropped = self._users.popitem(last=False)
             total -= dropped.nbytes
 

@@ -7,7 +7,7 @@ embedded engines' locks); a burst of them queued recalls past their timeout. A s
 is one Redis hash per (tenant, user)::
 
     snap:<user>   _gen   the generation it was built or last patched at
-                  r:<memory_id>   version ‖ sealed(record)       one per ACTIVE memory
+                  r:<memory_id>   version ‖ sealed(record, its BM25 terms)  per ACTIVE memory
                   v:<memory_id>   version ‖ sealed(float16 row)  its vector
                   d:<token>       version ‖ sealed([content_hash, memory_id])  ARCHIVED
     gen:<user>    the user's write generation
@@ -45,6 +45,7 @@ when the snapshot lacks its row: the next load rebuilds with it.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import struct
@@ -58,6 +59,7 @@ import numpy as np
 import redis
 from prometheus_client import Counter
 
+from core.lexical import tokenize
 from core.user_index import half
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
@@ -148,6 +150,7 @@ class Snapshot:
     content_hash -> memory_id map of the user's ARCHIVED memories."""
 
     records: list[MemoryRecord]
+    terms: dict[str, dict[str, int]]  # memory_id -> term counts (no tokenizing on load)
     rows: dict[str, np.ndarray]  # memory_id -> float16 row
     dormant: dict[str, str]
 
@@ -224,11 +227,13 @@ class UserSnapshots:
         return found, gens
 
     def _open(self, key: UserKey, raw: dict[bytes, bytes]) -> Snapshot:
-        records, rows, dormant = [], {}, {}
+        records, terms, rows, dormant = [], {}, {}, {}
         for name, value in raw.items():
             kind = name[:2]
             if kind == b"r:":
-                records.append(_decode(self._unseal(key, value)))
+                rec, counts = _decode(self._unseal(key, value))
+                records.append(rec)
+                terms[rec.memory_id] = counts
             elif kind == b"v:":
                 row = np.frombuffer(self._unseal(key, value), dtype=np.float16)
                 if row.shape != (self.dim,):
@@ -237,7 +242,7 @@ class UserSnapshots:
             elif kind == b"d:":
                 content_hash, memory_id = json.loads(self._unseal(key, value))
                 dormant[content_hash] = memory_id
-        return Snapshot(records, rows, dormant)
+        return Snapshot(records, terms, rows, dormant)
 
     # ------------------------------------------------------------ writes
     def save(self, key: UserKey, gen: bytes | None, idx: Any) -> bool:
@@ -249,12 +254,13 @@ class UserSnapshots:
         with idx.lock:
             ids, rows = idx.rows()
             records = [idx.records[m] for m in ids]
+            terms = [idx.terms(m) for m in ids]
             dormant = dict(idx.dormant)
         try:
             argv: list[Any] = [gen, self.ttl_s, _HSET_CHUNK]
-            for rec, row in zip(records, rows, strict=True):
+            for rec, counts, row in zip(records, terms, rows, strict=True):
                 version = _version(rec)
-                argv += [f"r:{rec.memory_id}", self._seal(key, version, _encode(rec))]
+                argv += [f"r:{rec.memory_id}", self._seal(key, version, _encode(rec, counts))]
                 argv += [f"v:{rec.memory_id}", self._seal(key, version, row.tobytes())]
             for content_hash, memory_id in dormant.items():
                 argv += self._dormant_field(key, content_hash, memory_id, 0)
@@ -344,7 +350,8 @@ class UserSnapshots:
             else:
                 row = half(vector).astype(np.float16).tobytes()
                 out += ["S", f"v:{mid}", self._seal(key, version, row)]
-            out += ["S", f"r:{mid}", self._seal(key, version, _encode(m))]
+            counts = dict(collections.Counter(tokenize(m.content)))
+            out += ["S", f"r:{mid}", self._seal(key, version, _encode(m, counts))]
         else:
             out += ["D", f"r:{mid}", "", "D", f"v:{mid}", ""]
         if m.status is Status.ARCHIVED:
@@ -375,8 +382,9 @@ def _version(m: MemoryRecord) -> int:
     return max(0, int(m.version))
 
 
-def _encode(m: MemoryRecord) -> bytes:
-    """A record as a JSON list in field order: times in µs since the epoch, enums by value."""
+def _encode(m: MemoryRecord, terms: dict[str, int]) -> bytes:
+    """``[record, terms]`` as JSON: the record a list in field order (times in µs since
+    the epoch, enums by value), ``terms`` its content's BM25 term counts."""
     out: list[Any] = []
     for name in _FIELDS:
         value = getattr(m, name)
@@ -385,11 +393,11 @@ def _encode(m: MemoryRecord) -> bytes:
         elif name in _ENUMS:
             value = value.value
         out.append(value)
-    return json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode()
+    return json.dumps([out, terms], ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _decode(data: bytes) -> MemoryRecord:
-    values = json.loads(data)
+def _decode(data: bytes) -> tuple[MemoryRecord, dict[str, int]]:
+    values, terms = json.loads(data)
     if len(values) != len(_FIELDS):
         raise ValueError("snapshot record of another layout")
     kw: dict[str, Any] = {}
@@ -399,4 +407,4 @@ def _decode(data: bytes) -> MemoryRecord:
         elif name in _ENUMS:
             value = _ENUMS[name](value)
         kw[name] = value
-    return MemoryRecord(**kw)
+    return MemoryRecord(**kw), terms

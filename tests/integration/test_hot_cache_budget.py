@@ -1,0 +1,81 @@
+"""The hot cache under random budgets and access orders, on the real stores: it never
+holds more than its budget, and a user evicted and loaded again (from the stores or the
+Redis snapshot) ranks exactly as the same user held hot."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from schemas.tenants import DEFAULT_TENANT
+from sinks.hot_cache import HotCache
+from tests.helpers.lifecycle import record, seed
+
+pytestmark = pytest.mark.integration
+
+WORDS = ["peanuts", "Lisbon", "coffee", "bees", "深圳", "打车", "音乐", "squash", "Kerala", "mug"]
+QUERIES = ["what can't I eat?", "where does my sister live", "叫辆出租车", "my hobbies"]
+
+
+@pytest.fixture(scope="module")
+def population(runtime):
+    """Eight users of 1-40 memories each, and each one's answers while held hot."""
+    rng = random.Random(11)
+    base = rng.getrandbits(40) << 20
+    users = {}
+    for n, u in enumerate(range(base, base + 8)):
+        texts = [
+            f"{rng.choice(WORDS)} {rng.choice(WORDS)} note {i} of user {n}"
+            for i in range(rng.randint(1, 40))
+        ]
+        seed(runtime, *(record(u, t) for t in texts))
+        users[u] = len(texts)
+    qvecs = runtime.embedder.embed_queries(QUERIES)
+    hot = HotCache(runtime.memories, runtime.settings.embedding_dim, 1 << 30)
+    answers = {u: _answers(hot, u, qvecs) for u in users}
+    return users, qvecs, answers
+
+
+def _answers(cache: HotCache, user_id: int, qvecs) -> list:
+    """Per query, the dense and the lexical top 10 (memory_id, score)."""
+    idx = cache.get(user_id, tenant=DEFAULT_TENANT)
+    with idx.lock:
+        return [(idx.dense(v, 10), idx.lexical(q, 10)) for q, v in zip(QUERIES, qvecs, strict=True)]
+
+
+def assert_same(got: list, want: list) -> None:
+    """The same ids in the same order, the same scores up to 1e-5 (BLAS may sum in
+    another order when a matrix lies at another alignment)."""
+    for got_pair, want_pair in zip(got, want, strict=True):
+        for g, w in zip(got_pair, want_pair, strict=True):
+            assert [m for m, _ in g] == [m for m, _ in w]
+            assert [x for _, x in g] == pytest.approx([x for _, x in w], abs=1e-5)
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    budget_kb=st.integers(min_value=1, max_value=400),
+    order=st.lists(st.integers(min_value=0, max_value=7), min_size=1, max_size=25),
+    snapshots=st.booleans(),
+)
+def test_never_over_budget_and_a_reloaded_user_ranks_as_a_hot_one(
+    runtime, population, budget_kb, order, snapshots
+):
+    users, qvecs, answers = population
+    ids = sorted(users)
+    cache = HotCache(
+        runtime.memories,
+        runtime.settings.embedding_dim,
+        budget_kb * 1024,
+        snapshots=runtime.cache.snapshots if snapshots else None,
+    )
+    for i in order:
+        u = ids[i]
+        assert_same(_answers(cache, u, qvecs), answers[u])
+        held = sum(idx.nbytes for idx in cache._users.values())
+        assert held <= cache.budget
