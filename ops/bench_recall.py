@@ -23,9 +23,11 @@ outnumber it recalls meet cold users, as in production; ``fit_cache`` sizes it t
 every seeded user (~4.5 KB a memory: ``core.user_index.RECORD_BYTES``), the best case.
 Traffic: users drawn uniformly, or by Zipf popularity (``zipf`` = s: the r-th most
 popular user is asked ∝ 1/r^s), each making ``session_len`` recalls in a row (the first
-may be cold, the rest find it loaded). Each phase reports, beside latency and codes (50401: timed out), the hot cache's hit ratio,
-its cold loads (count and latency percentiles, from ``HotCache.load_ms``) and how many
-users it held at the end.
+may be cold, the rest find it loaded). Each phase reports, beside latency and codes
+(50401: timed out), the hot cache's hit ratio, its cold loads (count and latency percentiles, from ``HotCache.load_ms``; how many came
+from a Redis snapshot) and how many users it held at the end. Each phase goes on along
+the traffic where the previous one stopped (a phase that started over would ask the
+users the previous phase just loaded).
 """
 
 from __future__ import annotations
@@ -293,11 +295,18 @@ def bench_recall(
             batcher = app.state.recaller.batcher
             cache = env.runtime.cache
             results = []
+            sent = 0  # each phase goes on where the last one stopped, not from the start
             for r in phases or [rate]:
                 before = (batcher.calls, batcher.embedded, batcher.cache_hits)
                 hits, misses = cache.hits, cache.misses
-                result = drive(url, bodies, clients, r, duration_s, key)
+                snapshot_loads = getattr(cache, "snapshot_loads", 0)
+                at = sent % len(bodies)
+                result = drive(url, bodies[at:] + bodies[:at], clients, r, duration_s, key)
+                sent += result["requests"]
                 result.update(_cache_phase(cache, hits, misses))
+                result["hot_cache"]["from_snapshot"] = (
+                    getattr(cache, "snapshot_loads", 0) - snapshot_loads
+                )
                 result["timeouts"] = result["codes"].get("50401", 0)
                 calls, embedded, cached = (
                     now - then

@@ -29,5 +29,6 @@ def test_a_tiny_budget_reports_cold_loads_and_timeouts(tmp_path: Path) -> None:
     assert hot["cold_loads"] > 0 and 0 < hot["hit_ratio"] < 1  # sessions of 3 find it loaded
     assert hot["cold_load_ms"]["p50"] > 0 and hot["cold_load_max_ms"] >= hot["cold_load_ms"]["p99"]
     assert 0 < hot["users_held"] < 60  # the budget holds only some of them
+    assert 0 < hot["from_snapshot"] <= hot["cold_loads"]  # the warm-up saved their snapshots
     assert phase["timeouts"] == phase["codes"].get("50401", 0)
     assert "timeouts" in done.stderr and "cold loads" in done.stderr
