@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import pickle
 import re
 import shutil
@@ -35,11 +36,13 @@ BLOB = re.compile(rb"v2:[0-9a-f]{16}:[A-Za-z0-9+/=]{16,}")
 
 
 def _files(root: Path) -> bytes:
+    """Every file's bytes under ``root``; parts that ClickHouse merges away while we walk
+    (a directory gone between listing and reading) are skipped, not an error."""
     out = []
-    for p in root.rglob("*"):
-        if p.is_file():
+    for folder, _dirs, names in os.walk(root):  # os.walk ignores a vanished directory
+        for name in names:
             try:
-                out.append(p.read_bytes())
+                out.append((Path(folder) / name).read_bytes())
             except OSError:
                 continue
     return b"\n".join(out)
