@@ -10,7 +10,7 @@ is one Redis hash per (tenant, user)::
                   r:<memory_id>   version ‖ sealed(record, its BM25 terms)  per ACTIVE memory
                   v:<memory_id>   version ‖ sealed(float16 row)  its vector
                   d:<token>       version ‖ sealed([content_hash, memory_id])  ARCHIVED
-    gen:<user>    the user's write generation
+    snapgen:<user>  the user's write generation
 
 (names inside the tenant's namespace, ``schemas.tenants.scoped``). Every value is sealed
 with the user's data key (``sinks.keyring``): a purge destroys that key, so whatever is
