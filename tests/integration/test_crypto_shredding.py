@@ -231,8 +231,10 @@ def test_purge_leaves_no_copy_that_opens(api, runtime, ingest, settings, stores,
         f"SELECT content, custom_tags FROM {db}.memories WHERE user_id = {{u:UInt64}}",
         {"u": user_id},
     )
+    # Rows the physical purge has not reached yet (it runs after the shredding, and may
+    # already be done: then the raw-bytes check above is what covers their parts).
     sealed = [c for row in rows for c in row if c]
-    assert sealed and all(c.startswith("v2:") for c in sealed)
+    assert all(c.startswith("v2:") for c in sealed)
     for blob in sealed:
         with pytest.raises(DecryptionError):
             fresh.decrypt(user_id, blob)
