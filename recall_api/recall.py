@@ -220,14 +220,15 @@ class Recaller:
         call.check()
         dense: dict[str, float] = {}
         lexical: dict[str, float] = {}
+        memo: dict[str, MemoryRecord] = {}  # records decode once, when first looked at
         with idx.lock:
             if qvec is not None:
-                dense = dict(idx.dense(qvec, limit, keep=pred.matches))
+                dense = dict(idx.dense(qvec, limit, keep=pred.matches, memo=memo))
             if s.recall_fusion != "dense":
-                lexical = dict(idx.lexical(p.query, limit, keep=pred.matches))
+                lexical = dict(idx.lexical(p.query, limit, keep=pred.matches, memo=memo))
             if qvec is not None and s.recall_fusion == "hybrid":
                 dense.update(idx.cosine(qvec, [m for m in lexical if m not in dense]))
-            records = {mid: idx.records[mid] for mid in dense.keys() | lexical.keys()}
+            records = {mid: idx.record(mid, memo) for mid in dense.keys() | lexical.keys()}
         return records, dense, lexical
 
     def _cold(

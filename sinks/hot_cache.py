@@ -13,14 +13,18 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from typing import Any
 
+from core import record_codec
+from core.lexical import tokenize
 from core.user_index import UserIndex
 from schemas.enums import Status
 from schemas.tenants import UserKey
 from sinks.memory_store import MemoryStore, WriteBatch
 from sinks.user_snapshot import Snapshot, UserSnapshots
+
+_P_ID = record_codec.POS["memory_id"]
 
 
 class HotCache:
@@ -133,10 +137,10 @@ class HotCache:
         self.snapshot_loads += len(out)
         missing = [k.user_id for k in keys if k not in out]
         if missing:
-            loaded = self._from_stores(tenant, missing)
+            loaded, terms = self._from_stores(tenant, missing)
             if self.snapshots is not None:
                 for key, idx in loaded.items():
-                    self.snapshots.save(key, gens.get(key), idx)
+                    self.snapshots.save(key, gens.get(key), idx, terms)
             out.update(loaded)
         return out
 
@@ -144,13 +148,16 @@ class HotCache:
         idx = UserIndex(key.user_id, self.dim, capacity=max(64, len(snap.records)),
                         tenant=key.tenant)  # fmt: skip
         idx.dormant = snap.dormant
-        for r in snap.records:
-            row = snap.rows.get(r.memory_id)
+        for blob, vals, terms in snap.records:
+            row = snap.rows.get(vals[_P_ID])
             if row is not None:
-                idx.upsert(r, row, snap.terms.get(r.memory_id))
+                idx.put(blob, vals, row, terms)
         return idx
 
-    def _from_stores(self, tenant: str, user_ids: list[int]) -> dict[UserKey, UserIndex]:
+    def _from_stores(
+        self, tenant: str, user_ids: list[int]
+    ) -> tuple[dict[UserKey, UserIndex], dict[str, dict[str, int]]]:
+        """The users' indexes, and every loaded memory's term counts (for the snapshot)."""
         records = self.store.load_many(user_ids, statuses=[Status.ACTIVE], tenant=tenant)
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
         dormant = self.store.archived_hashes(user_ids, tenant=tenant)
@@ -158,15 +165,17 @@ class HotCache:
         for r in records:
             by_user[r.user_id].append(r)
         out = {}
+        terms: dict[str, dict[str, int]] = {}
         for user_id, recs in by_user.items():
             idx = UserIndex(user_id, self.dim, capacity=max(64, len(recs)), tenant=tenant)
             idx.dormant = dormant.get(user_id, {})
             for r in recs:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair
-                    idx.upsert(r, vec)
+                    counts = terms[r.memory_id] = dict(Counter(tokenize(r.content)))
+                    idx.upsert(r, vec, counts)
             out[UserKey(tenant, user_id)] = idx
-        return out
+        return out, terms
 
     def warm(self, keys: list[UserKey]) -> None:
         """Load every user not cached yet in one round trip per store (batch prefetch)."""

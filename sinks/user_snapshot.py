@@ -7,17 +7,19 @@ embedded engines' locks); a burst of them queued recalls past their timeout. A s
 is one Redis hash per (tenant, user)::
 
     snap:<user>   _gen   the generation it was built or last patched at
-                  r:<memory_id>   version ‖ sealed(record, its BM25 terms)  per ACTIVE memory
-                  v:<memory_id>   version ‖ sealed(float16 row)  its vector
+                  r:<memory_id>   version ‖ sealed(record bytes ⏎ its BM25 terms)  ACTIVE
+                  v:<memory_id>   version ‖ sealed(int8 row ‖ 1/|row|)  its vector
                   d:<token>       version ‖ sealed([content_hash, memory_id])  ARCHIVED
     snapgen:<user>  the user's write generation
 
 (names inside the tenant's namespace, ``schemas.tenants.scoped``). Every value is sealed
 with the user's data key (``sinks.keyring``): a purge destroys that key, so whatever is
 left of a snapshot stops opening at once, and the purge deletes the hash too. ``d:``
-fields are named by the user's blind token of the hash, not the hash itself. The rows
-are the float16 values the process cache holds (``core.user_index.half``), so a user
-loaded from here ranks exactly as one loaded from the stores.
+fields are named by the user's blind token of the hash, not the hash itself. The records
+and rows are the very bytes the process cache holds (``core.record_codec``,
+``core.user_index.quantize``), so a user loaded from here ranks exactly as one loaded
+from the stores, and loads without building an object per memory. Older snapshots
+(a JSON list per record, float16 rows) still open.
 
 Kept current by the writer, not rebuilt: every process that writes through
 :class:`sinks.memory_store.MemoryStore` subscribes :meth:`UserSnapshots.apply`, which
@@ -51,17 +53,17 @@ import logging
 import struct
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import redis
 from prometheus_client import Counter
 
+from core import record_codec
 from core.lexical import tokenize
-from core.user_index import half
-from schemas.enums import Level, MemType, Ownership, Status
+from core.user_index import quantize, row_bytes, row_from_bytes
+from schemas.enums import Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey, scoped
 from sinks.crypto import DecryptionError
@@ -76,13 +78,8 @@ SNAPSHOTS = Counter(
     ["outcome"],
 )
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_FIELDS = [f.name for f in fields(MemoryRecord)]
-_TIMES = {
-    "weight_at", "created_at", "updated_at", "valid_at", "last_recalled_at", "expire_at",
-    "archived_at", "deleted_at", "invalid_at",
-}  # fmt: skip
-_ENUMS = {"level": Level, "ownership": Ownership, "mem_type": MemType, "status": Status}
+_P_ID, _P_VERSION = record_codec.POS["memory_id"], record_codec.POS["version"]
+_P_CONTENT = record_codec.POS["content"]
 _HSET_CHUNK = 500  # field/value pairs per HSET inside the save script
 
 # KEYS: snap, gen. ARGV: ttl, mode ('P' patch / 'X' drop), then (op, field, value)
@@ -146,12 +143,12 @@ return 1
 
 @dataclass
 class Snapshot:
-    """What a snapshot holds, opened: records with their float16 rows, and the
-    content_hash -> memory_id map of the user's ARCHIVED memories."""
+    """What a snapshot holds, opened: each record's bytes (``core.record_codec``) with
+    its parsed fields and BM25 term counts, the quantized rows, and the content_hash ->
+    memory_id map of the user's ARCHIVED memories."""
 
-    records: list[MemoryRecord]
-    terms: dict[str, dict[str, int]]  # memory_id -> term counts (no tokenizing on load)
-    rows: dict[str, np.ndarray]  # memory_id -> float16 row
+    records: list[tuple[bytes, list[Any], dict[str, int]]]  # (bytes, fields, terms)
+    rows: dict[str, tuple[np.ndarray, float]]  # memory_id -> (int8 row, 1/|row|)
     dormant: dict[str, str]
 
 
@@ -227,41 +224,45 @@ class UserSnapshots:
         return found, gens
 
     def _open(self, key: UserKey, raw: dict[bytes, bytes]) -> Snapshot:
-        records, terms, rows, dormant = [], {}, {}, {}
+        records, rows, dormant = [], {}, {}
         for name, value in raw.items():
             kind = name[:2]
             if kind == b"r:":
-                rec, counts = _decode(self._unseal(key, value))
-                records.append(rec)
-                terms[rec.memory_id] = counts
+                records.append(_decode(self._unseal(key, value)))
             elif kind == b"v:":
-                row = np.frombuffer(self._unseal(key, value), dtype=np.float16)
-                if row.shape != (self.dim,):
-                    raise ValueError("snapshot row of another dimension")
-                rows[name[2:].decode()] = row
+                rows[name[2:].decode()] = row_from_bytes(self._unseal(key, value), self.dim)
             elif kind == b"d:":
                 content_hash, memory_id = json.loads(self._unseal(key, value))
                 dormant[content_hash] = memory_id
-        return Snapshot(records, terms, rows, dormant)
+        return Snapshot(records, rows, dormant)
 
     # ------------------------------------------------------------ writes
-    def save(self, key: UserKey, gen: bytes | None, idx: Any) -> bool:
+    def save(
+        self,
+        key: UserKey,
+        gen: bytes | None,
+        idx: Any,
+        terms: dict[str, dict[str, int]] | None = None,
+    ) -> bool:
         """Store the user's index (``core.user_index.UserIndex``) if the generation is
         still ``gen`` (read before the stores were); False when refused or unreachable.
-        ``gen`` None (Redis was unreachable at the read) saves nothing."""
+        ``gen`` None (Redis was unreachable at the read) saves nothing. ``terms``: the
+        memories' term counts when the caller has them (else tokenized here)."""
         if gen is None:
             return False
         with idx.lock:
-            ids, rows = idx.rows()
-            records = [idx.records[m] for m in ids]
-            terms = [idx.terms(m) for m in ids]
+            held = idx.encoded()
             dormant = dict(idx.dormant)
         try:
             argv: list[Any] = [gen, self.ttl_s, _HSET_CHUNK]
-            for rec, counts, row in zip(records, terms, rows, strict=True):
-                version = _version(rec)
-                argv += [f"r:{rec.memory_id}", self._seal(key, version, _encode(rec, counts))]
-                argv += [f"v:{rec.memory_id}", self._seal(key, version, row.tobytes())]
+            for blob, row in held:
+                vals = record_codec.parse(blob)
+                mid, version = vals[_P_ID], max(0, int(vals[_P_VERSION]))
+                counts = (terms or {}).get(mid)
+                if counts is None:
+                    counts = dict(collections.Counter(tokenize(vals[_P_CONTENT])))
+                argv += [f"r:{mid}", self._seal(key, version, _encode(blob, counts))]
+                argv += [f"v:{mid}", self._seal(key, version, row)]
             for content_hash, memory_id in dormant.items():
                 argv += self._dormant_field(key, content_hash, memory_id, 0)
             client = self._client()
@@ -348,10 +349,11 @@ class UserSnapshots:
             if vector is None:
                 out += ["N", "", f"v:{mid}"]  # meta change: its row must be there already
             else:
-                row = half(vector).astype(np.float16).tobytes()
+                row = row_bytes(*quantize(vector))
                 out += ["S", f"v:{mid}", self._seal(key, version, row)]
             counts = dict(collections.Counter(tokenize(m.content)))
-            out += ["S", f"r:{mid}", self._seal(key, version, _encode(m, counts))]
+            blob = _encode(record_codec.encode(m), counts)
+            out += ["S", f"r:{mid}", self._seal(key, version, blob)]
         else:
             out += ["D", f"r:{mid}", "", "D", f"v:{mid}", ""]
         if m.status is Status.ARCHIVED:
@@ -382,29 +384,19 @@ def _version(m: MemoryRecord) -> int:
     return max(0, int(m.version))
 
 
-def _encode(m: MemoryRecord, terms: dict[str, int]) -> bytes:
-    """``[record, terms]`` as JSON: the record a list in field order (times in µs since
-    the epoch, enums by value), ``terms`` its content's BM25 term counts."""
-    out: list[Any] = []
-    for name in _FIELDS:
-        value = getattr(m, name)
-        if name in _TIMES:
-            value = None if value is None else (value - _EPOCH) // timedelta(microseconds=1)
-        elif name in _ENUMS:
-            value = value.value
-        out.append(value)
-    return json.dumps([out, terms], ensure_ascii=False, separators=(",", ":")).encode()
+def _encode(blob: bytes, terms: dict[str, int]) -> bytes:
+    """A record's bytes (``core.record_codec``), a newline, its BM25 term counts as JSON
+    (compact JSON holds no raw newline, so the first one splits them)."""
+    return blob + b"\n" + json.dumps(terms, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _decode(data: bytes) -> tuple[MemoryRecord, dict[str, int]]:
-    values, terms = json.loads(data)
-    if len(values) != len(_FIELDS):
-        raise ValueError("snapshot record of another layout")
-    kw: dict[str, Any] = {}
-    for name, value in zip(_FIELDS, values, strict=True):
-        if name in _TIMES and value is not None:
-            value = _EPOCH + timedelta(microseconds=value)
-        elif name in _ENUMS:
-            value = _ENUMS[name](value)
-        kw[name] = value
-    return MemoryRecord(**kw), terms
+def _decode(data: bytes) -> tuple[bytes, list[Any], dict[str, int]]:
+    """(record bytes, its parsed fields, its terms) of an ``r:`` value; also reads the
+    older layout, ``[record fields, terms]`` as one JSON list."""
+    cut = data.find(b"\n")
+    if cut >= 0:
+        blob, terms = data[:cut], json.loads(data[cut + 1 :])
+        return blob, record_codec.parse(blob), terms
+    vals, terms = json.loads(data)
+    blob = json.dumps(vals, ensure_ascii=False, separators=(",", ":")).encode()
+    return blob, record_codec.parse(blob), terms

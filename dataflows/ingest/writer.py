@@ -50,8 +50,8 @@ log = logging.getLogger(__name__)
 def counters_of(idx: UserIndex) -> Counters:
     """Capacity counters of the user's ACTIVE memories, from the hot index (no store query)."""
     counters = Counters()
-    for r in idx.records.values():
-        counters.apply(delta_for(r.level, r.app_id, r.is_important))
+    for level, app_id, important in idx.scopes():
+        counters.apply(delta_for(level, app_id, important))
     return counters
 
 

@@ -123,7 +123,7 @@ def test_a_save_from_before_a_write_is_refused(runtime, user_id):
     key = UserKey(DEFAULT_TENANT, user_id)
     snaps, gens = cache.snapshots.read([key])
     assert not snaps and key in gens
-    stale = cache._from_stores(DEFAULT_TENANT, [user_id])[key]  # what a slow loader read
+    stale = cache._from_stores(DEFAULT_TENANT, [user_id])[0][key]  # what a slow loader read
     seed(runtime, record(user_id, TEXTS[1]))  # a write lands meanwhile: the generation moves
     assert cache.snapshots.save(key, gens[key], stale) is False
     assert not _snap(runtime, user_id)

@@ -1,0 +1,167 @@
+"""The compact per-user index: int8 rows, records as bytes, BM25 postings in arrays."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from core import record_codec
+from core.hashing import content_hash
+from core.lexical import BM25Index
+from core.user_index import UserIndex, half, quantize, row_bytes, row_from_bytes
+from schemas.enums import Level, MemType, Ownership, Status
+from schemas.memory import MemoryRecord
+
+DIM = 32
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+TEXTS = [
+    "Alice moved to Lisbon in 2019",
+    "My sister works as a nurse in Porto",
+    "张三在腾讯工作",
+    "I am allergic to peanuts",
+    "We adopted a dog called Rex",
+    "张三喜欢爬山和游泳",
+    "Book club meets every Thursday",
+    "Allergy season starts in April",
+]
+
+
+def rec(i: int, text: str, **kw) -> MemoryRecord:
+    base = dict(
+        memory_id=f"m_{i:04d}",
+        user_id=7,
+        content=text,
+        content_hash=content_hash(text),
+        level=Level.APP if i % 2 else Level.GLOBAL,
+        app_id="a1" if i % 2 else None,
+        ownership=Ownership.USER,
+        mem_type=MemType.SEMANTIC,
+        weight=0.5 + i / 100,
+        weight_at=NOW,
+        created_at=NOW - timedelta(days=i),
+        updated_at=NOW,
+        valid_at=NOW,
+        is_important=i == 3,
+        last_recalled_at=None if i % 3 else NOW,
+        custom_tags={"k": "v", "n": [1, {"x": True}]} if i == 2 else {},
+        source_msg_ids=["a", "b"] if i == 4 else [],
+        tenant_id="t1",
+    )
+    base.update(kw)
+    return MemoryRecord(**base)
+
+
+def build() -> tuple[UserIndex, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(3)
+    idx = UserIndex(7, DIM, capacity=2, tenant="t1")  # tiny capacity: it must grow
+    vecs = {}
+    for i, t in enumerate(TEXTS):
+        v = rng.normal(size=DIM).astype(np.float32)
+        r = rec(i, t)
+        idx.upsert(r, v)
+        vecs[r.memory_id] = v
+    return idx, vecs
+
+
+def test_a_record_round_trips_through_its_bytes():
+    for i, t in enumerate(TEXTS):
+        r = rec(i, t, invalid_at=NOW + timedelta(microseconds=5), status=Status.ARCHIVED)
+        assert record_codec.decode(record_codec.encode(r)) == r
+
+
+def test_records_decode_to_what_was_put_and_follow_replaces_and_removes():
+    idx, _ = build()
+    assert len(idx) == len(TEXTS) and dict(idx.records) == {
+        f"m_{i:04d}": rec(i, t) for i, t in enumerate(TEXTS)
+    }
+    changed = dataclasses.replace(rec(1, TEXTS[1]), weight=0.9)
+    idx.upsert(changed, None)  # a meta change keeps the row
+    assert idx.records["m_0001"] == changed
+    idx.remove("m_0000")  # the last row moves into the hole
+    assert "m_0000" not in idx and idx.record("m_0000") is None
+    assert set(idx.records) == {f"m_{i:04d}" for i in range(1, len(TEXTS))}
+    assert idx.records["m_0007"] == rec(7, TEXTS[7])
+    assert idx.by_hash.get(content_hash(TEXTS[7])) == "m_0007"
+    assert idx.by_hash.get(content_hash(TEXTS[0])) is None
+    idx.upsert(rec(99, "unseen"), None)  # a meta change for a memory never held
+    assert "m_0099" not in idx
+
+
+def test_dense_is_the_cosine_of_the_float16_rows_within_quantization():
+    idx, vecs = build()
+    q = np.random.default_rng(9).normal(size=DIM).astype(np.float32)
+    q /= np.linalg.norm(q)
+    got = dict(idx.dense(q, 10))
+    for mid, v in vecs.items():
+        assert got[mid] == pytest.approx(float(half(v) @ q), abs=0.02)  # 32 dims: coarse
+    assert idx.cosine(q, list(got)) == pytest.approx(got)
+    only_app = idx.dense(q, 10, keep=lambda r: r.level is Level.APP)
+    assert {m for m, _ in only_app} == {f"m_{i:04d}" for i in range(1, 8, 2)}
+    assert np.allclose(idx.vector("m_0002"), half(vecs["m_0002"]), atol=0.02)
+
+
+def test_quantizing_is_a_function_of_the_float16_row_and_survives_its_bytes():
+    v = np.random.default_rng(1).normal(size=384).astype(np.float32)
+    q, inv = quantize(v)
+    q2, inv2 = quantize(half(v))  # what a snapshot's float16 row gives
+    assert np.array_equal(q, q2) and inv == inv2
+    back = row_from_bytes(row_bytes(q, inv), 384)
+    assert np.array_equal(back[0], q) and back[1] == inv
+    legacy = row_from_bytes(half(v).astype(np.float16).tobytes(), 384)
+    assert np.array_equal(legacy[0], q) and legacy[1] == inv
+    u = half(v)
+    assert float(q.astype(np.float32) @ u) * inv == pytest.approx(1.0, abs=2e-3)
+    with pytest.raises(ValueError):
+        row_from_bytes(b"\0" * 10, 384)
+
+
+@pytest.mark.parametrize(
+    "query", ["Alice Lisbon", "allergic", "张三在哪里工作", "nurse Porto dog", "zzz"]
+)
+def test_lexical_scores_are_bm25_index_scores(query):
+    idx, _ = build()
+    ref = BM25Index()
+    for i, t in enumerate(TEXTS):
+        ref.add(f"m_{i:04d}", t)
+    want = ref.normalized(query)
+    got = dict(idx.lexical(query, 100))
+    assert got.keys() == want.keys()
+    for mid, score in want.items():
+        assert got[mid] == pytest.approx(score, rel=1e-9)
+    idx.remove("m_0003")  # and after a remove (rows renumbered)
+    ref.remove("m_0003")
+    assert dict(idx.lexical(query, 100)) == pytest.approx(ref.normalized(query), rel=1e-9)
+
+
+def test_scopes_and_encoded_need_no_decoding():
+    idx, _ = build()
+    scopes = list(idx.scopes())
+    assert scopes == [(r.level, r.app_id, r.is_important) for r in idx.records.values()]
+    held = idx.encoded()
+    assert [record_codec.decode(b) for b, _ in held] == list(idx.records.values())
+    assert all(len(row) == DIM + 4 for _, row in held)
+
+
+def test_the_budget_estimate_covers_what_the_index_really_allocates():
+    rng = np.random.default_rng(5)
+    texts = [f"{TEXTS[i % len(TEXTS)]} number {i}" for i in range(200)]
+    recs = [rec(i, t) for i, t in enumerate(texts)]
+    vecs = rng.normal(size=(200, 384)).astype(np.float32)
+    for t in texts:  # warm the tokenizer and the stemmer's cache outside the measurement
+        BM25Index().add("x", t)
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        idx = UserIndex(7, 384, capacity=200)
+        for r, v in zip(recs, vecs, strict=True):
+            idx.upsert(r, v)
+        used = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert used <= idx.nbytes <= 1.3 * used
+    assert idx.nbytes / len(idx) < 1024  # issue 13: at most 1 KB a memory
