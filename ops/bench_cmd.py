@@ -66,6 +66,12 @@ def _add_recall(sub: Any) -> None:
         "it keeps hot_cache_budget_mb, so users beyond it are loaded cold",
     )
     p.add_argument(
+        "--compare-fit",
+        action="store_true",
+        help="after the phases, resize the cache to hold every user and run them again "
+        "on the same seeded stores (the --fit-cache case, seeded once)",
+    )
+    p.add_argument(
         "--zipf",
         type=_positive_float,
         default=None,
@@ -111,6 +117,7 @@ def _run_recall(args: argparse.Namespace) -> int:
         fit_cache=args.fit_cache,
         zipf=args.zipf,
         session_len=args.session_len,
+        compare_fit=args.compare_fit,
     )
     print(
         f"hot cache {result['hot_cache_budget_mb']} MB "
@@ -119,7 +126,19 @@ def _run_recall(args: argparse.Namespace) -> int:
         f"{args.session_len}",
         file=sys.stderr,
     )
-    for ph in result["phases"]:
+    _print_phases(result["phases"])
+    if args.compare_fit:
+        print(f"then the hot cache fitted to every user ({result['fit_budget_mb']} MB):",
+              file=sys.stderr)  # fmt: skip
+        _print_phases(result["fit_phases"])
+    print(json.dumps(result, indent=2))
+    phases = result["phases"] + result.get("fit_phases", [])
+    bad = sum(n for ph in phases for code, n in ph["codes"].items() if code != "0")
+    return 1 if bad else 0
+
+
+def _print_phases(phases: list[dict[str, Any]]) -> None:
+    for ph in phases:
         hot = ph["hot_cache"]
         cold = hot["cold_load_ms"]
         print(
@@ -132,9 +151,6 @@ def _run_recall(args: argparse.Namespace) -> int:
             f"{cold.get('p99', '-')} ms), {hot['users_held']} users held",
             file=sys.stderr,
         )
-    print(json.dumps(result, indent=2))
-    bad = sum(n for ph in result["phases"] for code, n in ph["codes"].items() if code != "0")
-    return 1 if bad else 0
 
 
 # ------------------------------------------------------------------ ingest

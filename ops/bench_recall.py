@@ -20,7 +20,7 @@ is idle (``settle_s``): Milvus Lite builds its index in the background after the
 
 The hot cache keeps the configured budget (``hot_cache_budget_mb``), so when the users
 outnumber it recalls meet cold users, as in production; ``fit_cache`` sizes it to hold
-every seeded user (~4.5 KB a memory: ``core.user_index.RECORD_BYTES``), the best case.
+every seeded user (~1 KB a memory, 1.25 KB allowed: ``core.user_index``), the best case.
 Traffic: users drawn uniformly, or by Zipf popularity (``zipf`` = s: the r-th most
 popular user is asked ∝ 1/r^s), each making ``session_len`` recalls in a row (the first
 may be cold, the rest find it loaded). Each phase reports, beside latency and codes
@@ -239,6 +239,42 @@ def serve_api(env: BenchStack) -> tuple[Any, uvicorn.Server, threading.Thread, s
     return app, server, thread, f"http://127.0.0.1:{port}/memory/v1/recall"
 
 
+def _phases(
+    url: str,
+    bodies: list[dict[str, Any]],
+    sent: int,
+    rates: list[float | None],
+    clients: int,
+    duration_s: float,
+    key: str,
+    batcher: Any,
+    cache: Any,
+) -> tuple[list[dict[str, Any]], int]:
+    """One driven phase per rate, each going on along ``bodies`` where the last one
+    stopped (from ``sent``); returns the phases' results and the new ``sent``."""
+    results = []
+    for r in rates:
+        before = (batcher.calls, batcher.embedded, batcher.cache_hits)
+        hits, misses = cache.hits, cache.misses
+        snapshot_loads = getattr(cache, "snapshot_loads", 0)
+        at = sent % len(bodies)
+        result = drive(url, bodies[at:] + bodies[:at], clients, r, duration_s, key)
+        sent += result["requests"]
+        result.update(_cache_phase(cache, hits, misses))
+        result["hot_cache"]["from_snapshot"] = getattr(cache, "snapshot_loads", 0) - snapshot_loads
+        result["timeouts"] = result["codes"].get("50401", 0)
+        calls, embedded, cached = (
+            now - then
+            for now, then in zip(
+                (batcher.calls, batcher.embedded, batcher.cache_hits), before, strict=True
+            )
+        )
+        result["query_embeddings"] = {"model_calls": calls, "embedded": embedded}
+        result["query_cache_hit_ratio"] = round(cached / max(1, cached + embedded), 3)
+        results.append(result)
+    return results, sent
+
+
 def bench_recall(
     settings: Settings,
     users: int = 1000,
@@ -254,15 +290,20 @@ def bench_recall(
     fit_cache: bool = False,
     zipf: float | None = None,
     session_len: int = 1,
+    compare_fit: bool = False,
 ) -> dict[str, Any]:
     """Seed, serve, drive; one phase per entry of ``phases`` (default: just ``rate``).
 
     ``auth``: API keys on (an app key, checked on every call) and rate limits counted in
-    Redis on every call, set high enough never to refuse: what keys and limits cost."""
+    Redis on every call, set high enough never to refuse: what keys and limits cost.
+    ``compare_fit``: then resize the cache to hold every user, load them all, and run the
+    phases again (``fit_phases``): the ``fit_cache`` best case on the same seeded stores
+    and the same traffic, without seeding twice."""
     rng = random.Random(seed_value)
     budget = settings.hot_cache_budget_mb
-    if fit_cache:  # every seeded user fits (~4.5 KB a memory): the best case, not production
-        budget = max(budget, users * memories * 9 // 2048 + 64)
+    fitted = max(budget, users * memories * 5 // 4096 + 64)  # ~1 KB a memory, 1.25 allowed
+    if fit_cache:  # every seeded user fits: the best case, not production
+        budget = fitted
     keyed = {}
     if auth:
         keyed = {f"rate_limit_{w}_{k}": "1000000/second" for w in ("key", "user")
@@ -294,29 +335,19 @@ def bench_recall(
             bodies = [{"user_id": u, "query": _query(rng), "scope": scope} for u in asked]
             batcher = app.state.recaller.batcher
             cache = env.runtime.cache
-            results = []
-            sent = 0  # each phase goes on where the last one stopped, not from the start
-            for r in phases or [rate]:
-                before = (batcher.calls, batcher.embedded, batcher.cache_hits)
-                hits, misses = cache.hits, cache.misses
-                snapshot_loads = getattr(cache, "snapshot_loads", 0)
-                at = sent % len(bodies)
-                result = drive(url, bodies[at:] + bodies[:at], clients, r, duration_s, key)
-                sent += result["requests"]
-                result.update(_cache_phase(cache, hits, misses))
-                result["hot_cache"]["from_snapshot"] = (
-                    getattr(cache, "snapshot_loads", 0) - snapshot_loads
-                )
-                result["timeouts"] = result["codes"].get("50401", 0)
-                calls, embedded, cached = (
-                    now - then
-                    for now, then in zip(
-                        (batcher.calls, batcher.embedded, batcher.cache_hits), before, strict=True
-                    )
-                )
-                result["query_embeddings"] = {"model_calls": calls, "embedded": embedded}
-                result["query_cache_hit_ratio"] = round(cached / max(1, cached + embedded), 3)
-                results.append(result)
+            results, sent = _phases(url, bodies, 0, phases or [rate], clients, duration_s,
+                                    key, batcher, cache)  # fmt: skip
+            fit_results: list[dict[str, Any]] = []
+            warmed_fit = 0.0
+            if compare_fit:
+                cache.budget = fitted * 1024 * 1024
+                started = time.monotonic()
+                for i in range(0, len(user_ids), 50):
+                    _warm(cache, user_ids[i : i + 50])
+                warmed_fit = time.monotonic() - started
+                settle()
+                fit_results, _ = _phases(url, bodies, sent, phases or [rate], clients,
+                                         duration_s, key, batcher, cache)  # fmt: skip
         finally:
             server.should_exit = True
             thread.join(15)
@@ -334,4 +365,9 @@ def bench_recall(
         "embedder": env.runtime.embedder.name,
         "auth": auth,
         "phases": results,
+        **(
+            {"fit_budget_mb": fitted, "fit_warm_s": round(warmed_fit, 1), "fit_phases": fit_results}
+            if compare_fit
+            else {}
+        ),
     }
