@@ -16,10 +16,10 @@ pytestmark = pytest.mark.e2e
 
 def test_a_tiny_budget_reports_cold_loads_and_timeouts(tmp_path: Path) -> None:
     env, _ = private_stack_env(tmp_path / "data")
-    env["MEMSTREAM_HOT_CACHE_BUDGET_MB"] = "1"  # 60 users x 40 memories: ~7 MB of hot data
+    env["MEMSTREAM_HOT_CACHE_BUDGET_MB"] = "1"  # 60 users x 40 memories: ~2.5 MB of hot data
     done = cli(env, "bench", "recall", "--users", "60", "--memories", "40", "--pool", "300",
                "--clients", "2", "--rate", "20", "--duration", "3", "--zipf", "1.1",
-               "--session-len", "3", timeout=300)  # fmt: skip
+               "--session-len", "3", "--compare-fit", timeout=300)  # fmt: skip
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-4000:]
     result = json.loads(done.stdout)
     assert result["hot_cache_budget_mb"] == 1 and result["fit_cache"] is False
@@ -32,3 +32,7 @@ def test_a_tiny_budget_reports_cold_loads_and_timeouts(tmp_path: Path) -> None:
     assert 0 < hot["from_snapshot"] <= hot["cold_loads"]  # the warm-up saved their snapshots
     assert phase["timeouts"] == phase["codes"].get("50401", 0)
     assert "timeouts" in done.stderr and "cold loads" in done.stderr
+    (fit,) = result["fit_phases"]  # then the same stores with every user held
+    assert result["fit_budget_mb"] > 1 and fit["hot_cache"]["users_held"] == 60
+    assert fit["hot_cache"]["cold_loads"] == 0 and fit["hot_cache"]["hit_ratio"] == 1.0
+    assert "fitted to every user" in done.stderr
