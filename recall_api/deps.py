@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Request
 from starlette.concurrency import run_in_threadpool
 
 from recall_api.access import Caller
 from recall_api.errors import ApiError
 from recall_api.ratelimit import RateLimits, kind_of
+from recall_api.routing import ROUTE_HEADER, check_route
 from recall_api.services import Services
 from schemas.errors import ErrorCode
 from sinks.keystore import KeyFile
@@ -62,11 +63,25 @@ async def _body_user(request: Request) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-async def limited_caller(request: Request, caller: Annotated[Caller, Depends(caller_of)]) -> Caller:
-    """The caller, counted against its key's and its user's rate limits (42910 past)."""
+RouteHeader = Annotated[
+    str | None,
+    Header(
+        alias=ROUTE_HEADER,
+        description="The body's user_id, for a load balancer to hash on (optional; "
+        "another user's id is refused with 40001)",
+    ),
+]
+
+
+async def limited_caller(
+    request: Request, caller: Annotated[Caller, Depends(caller_of)], route: RouteHeader = None
+) -> Caller:
+    """The caller, its routing header checked against the body's user (40001,
+    ``recall_api.routing``), counted against its key's and its user's rate limits (42910)."""
+    user = await _body_user(request) if caller.kid or route else None
+    check_route(route, user)
     if caller.kid:
         limiter = rate_limits(request.app.state)
-        user = await _body_user(request)
         await run_in_threadpool(limiter.check, caller.kid, kind_of(request.url.path), user)
     return caller
 
