@@ -108,6 +108,15 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def term_counts(text: str) -> dict[str, int]:
+    """The BM25 term counts of ``text`` (:func:`tokenize`), remembered for the last 4,096
+    texts: a write tokenizes its memory in the writer's index, and again in each listener
+    that mirrors it (the Redis snapshot, another cache). The dict is shared: do not
+    change it."""
+    return dict(Counter(tokenize(text)))
+
+
 class BM25Index:
     """Okapi BM25 over one user's memories; docs are added, replaced and removed by id."""
 

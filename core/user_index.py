@@ -16,7 +16,7 @@ layout is what a memory costs (issue 13 asked for ≤ 1 KB; ``RECORD_BYTES``):
   the same. The matrix is cast to float32 per query (BLAS has no int8 ``gemv``; the
   cast of 2,000 rows takes ~0.3 ms);
 - **records**: each one as its ``core.record_codec`` bytes, decoded when looked at
-  (``records[mid]``, ~15 µs); recall decodes only its candidates;
+  (``records[mid]``, ~7 µs); recall decodes only its candidates;
 - **lexical**: ``core.lexical_arrays.PostingArrays``;
 - per row, the few fields that whole-user walks need without decoding: the content
   hash's first 8 bytes (exact dedup, confirmed on the decoded record), the level, the
@@ -31,15 +31,15 @@ mutation.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from core import record_codec
-from core.lexical import tokenize
+from core.lexical import term_counts
 from core.lexical_arrays import PostingArrays
 from schemas.enums import Level, Status
 from schemas.memory import MemoryRecord
@@ -150,7 +150,7 @@ class UserIndex:
         self._important[i] = bool(vals[_P_IMP])
         self._app[i] = self._app_code(vals[_P_APP])
         if changed:
-            counts = terms if terms is not None else Counter(tokenize(vals[_P_CONTENT]))
+            counts = terms if terms is not None else term_counts(vals[_P_CONTENT])
             self._lexical.add(i, counts)
 
     def note_status(self, record: MemoryRecord) -> None:
@@ -184,16 +184,17 @@ class UserIndex:
 
     # ------------------------------------------------------------ reads
     def record(self, memory_id: str, memo: Decoded | None = None) -> MemoryRecord | None:
-        """The held record, decoded (None when not held); ``memo`` keeps what one read
-        decoded, so a candidate met by both channels is decoded once."""
+        """The held record, decoded (None when not held). With ``memo`` (a reader: one
+        recall), what it decoded is kept there, so a candidate met by both channels is
+        decoded once, and the record comes from ``shared_decode``: do not change it."""
         if memo is not None and (rec := memo.get(memory_id)) is not None:
             return rec
         i = self._row.get(memory_id)
         if i is None:
             return None
-        rec = record_codec.decode(self._blobs[i])
-        if memo is not None:
-            memo[memory_id] = rec
+        if memo is None:
+            return record_codec.decode(self._blobs[i])
+        rec = memo[memory_id] = shared_decode(self._blobs[i])
         return rec
 
     def scopes(self) -> Iterator[tuple[Level, str | None, bool]]:
@@ -212,7 +213,7 @@ class UserIndex:
         """The term counts the lexical channel indexes ``memory_id`` under (its content,
         tokenized: the postings keep only the terms' hashes)."""
         rec = self.record(memory_id)
-        return {} if rec is None else dict(Counter(tokenize(rec.content)))
+        return {} if rec is None else dict(term_counts(rec.content))
 
     def encoded(self) -> list[tuple[bytes, bytes]]:
         """Every held memory as (record bytes, row bytes: ``row_bytes``), in row order
@@ -234,7 +235,7 @@ class UserIndex:
         if n == 0 or limit <= 0:
             return []
         scores = (self._q[:n].astype(np.float32) @ _unit(query)) * self._inv[:n]
-        order = np.argsort(-scores, kind="stable")
+        order = np.argsort(-scores, kind="stable").tolist()
         out: list[tuple[str, float]] = []
         memo = {} if memo is None and keep is not None else memo
         for i in order:
@@ -256,7 +257,8 @@ class UserIndex:
         rows, scores = self._lexical.normalized(query)
         out: list[tuple[str, float]] = []
         memo = {} if memo is None and keep is not None else memo
-        for j in np.argsort(-scores, kind="stable"):
+        rows = rows.tolist()
+        for j in np.argsort(-scores, kind="stable").tolist():
             mid = self._ids[rows[j]]
             if keep is None or keep(self.record(mid, memo)):  # type: ignore[arg-type]
                 out.append((mid, float(scores[j])))
@@ -295,7 +297,7 @@ class UserIndex:
 
 class Records(Mapping[str, MemoryRecord]):
     """``idx.records``: the held records by id, each decoded when looked up (a walk over
-    all of them decodes all of them: ~15 µs a memory)."""
+    all of them decodes all of them: ~7 µs a memory)."""
 
     def __init__(self, idx: UserIndex):
         self._idx = idx
@@ -330,6 +332,16 @@ class ByHash:
             if vals[_P_HASH] == content_hash:
                 return vals[_P_ID]
         return default
+
+
+@functools.lru_cache(maxsize=4096)
+def shared_decode(blob: bytes) -> MemoryRecord:
+    """``record_codec.decode`` for readers, remembered for the last 4,096 records read: a
+    user's next recalls (sessions, popular users) meet the same candidates again. Keyed
+    by the bytes themselves (their hash is computed once per object), so a changed
+    record, which is new bytes, is never answered from an old entry. ~12 MB at most,
+    outside the cache budget. The records are shared: readers must not change them."""
+    return record_codec.decode(blob)
 
 
 def half(v: np.ndarray) -> np.ndarray:

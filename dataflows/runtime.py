@@ -46,13 +46,7 @@ class Runtime:
             memories.cipher.rewrap_all()  # a master-key rotation: re-wrap, no content touched
         embedder = embedder if embedder is not None else build_embedder(settings)
         check_store_model(memories, embedder, settings)  # ModelMismatch: refuse to start
-        cache = HotCache.attach(
-            memories,
-            settings.embedding_dim,
-            settings.hot_cache_budget_mb,
-            settings.hot_cache_max_loads,
-            settings.hot_snapshot_ttl_s or None,
-        )
+        cache = HotCache.from_settings(memories, settings)
         return cls(
             settings=settings,
             stores=stores,

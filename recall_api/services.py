@@ -34,13 +34,7 @@ class Services:
         memories = MemoryStore(stores, KeyRing.from_settings(settings, stores.clickhouse))
         embedder = embedder if embedder is not None else build_embedder(settings)
         check_store_model(memories, embedder, settings)  # as Runtime.build: ModelMismatch
-        cache = HotCache.attach(
-            memories,
-            settings.embedding_dim,
-            settings.hot_cache_budget_mb,
-            settings.hot_cache_max_loads,
-            settings.hot_snapshot_ttl_s or None,
-        )
+        cache = HotCache.from_settings(memories, settings)
         return cls(
             settings,
             stores,

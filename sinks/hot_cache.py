@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections import Counter, OrderedDict, deque
+from collections import OrderedDict, deque
 from typing import Any
 
 from core import record_codec
-from core.lexical import tokenize
+from core.lexical import term_counts
+from core.settings import Settings
 from core.user_index import UserIndex
 from schemas.enums import Status
 from schemas.tenants import UserKey
@@ -73,6 +74,18 @@ class HotCache:
         cache = cls(store, dim, budget_mb * 1024 * 1024, max_loads, snapshots)
         store.subscribe(cache.apply)
         return cache
+
+    @classmethod
+    def from_settings(cls, store: MemoryStore, settings: Settings) -> HotCache:
+        """:meth:`attach` with the process's settings (``hot_cache_*``, snapshots off
+        when ``hot_snapshot_ttl_s`` is 0): how the node and an API process build it."""
+        return cls.attach(
+            store,
+            settings.embedding_dim,
+            settings.hot_cache_budget_mb,
+            settings.hot_cache_max_loads,
+            settings.hot_snapshot_ttl_s or None,
+        )
 
     def __len__(self) -> int:
         return len(self._users)
@@ -172,7 +185,7 @@ class HotCache:
             for r in recs:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair
-                    counts = terms[r.memory_id] = dict(Counter(tokenize(r.content)))
+                    counts = terms[r.memory_id] = term_counts(r.content)
                     idx.upsert(r, vec, counts)
             out[UserKey(tenant, user_id)] = idx
         return out, terms

@@ -47,7 +47,6 @@ when the snapshot lacks its row: the next load rebuilds with it.
 
 from __future__ import annotations
 
-import collections
 import json
 import logging
 import struct
@@ -57,11 +56,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 import redis
 from prometheus_client import Counter
 
 from core import record_codec
-from core.lexical import tokenize
+from core.lexical import term_counts
 from core.user_index import quantize, row_bytes, row_from_bytes
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
@@ -260,7 +260,7 @@ class UserSnapshots:
                 mid, version = vals[_P_ID], max(0, int(vals[_P_VERSION]))
                 counts = (terms or {}).get(mid)
                 if counts is None:
-                    counts = dict(collections.Counter(tokenize(vals[_P_CONTENT])))
+                    counts = term_counts(vals[_P_CONTENT])
                 argv += [f"r:{mid}", self._seal(key, version, _encode(blob, counts))]
                 argv += [f"v:{mid}", self._seal(key, version, row)]
             for content_hash, memory_id in dormant.items():
@@ -351,7 +351,7 @@ class UserSnapshots:
             else:
                 row = row_bytes(*quantize(vector))
                 out += ["S", f"v:{mid}", self._seal(key, version, row)]
-            counts = dict(collections.Counter(tokenize(m.content)))
+            counts = term_counts(m.content)  # the writer's index tokenized it already
             blob = _encode(record_codec.encode(m), counts)
             out += ["S", f"r:{mid}", self._seal(key, version, blob)]
         else:
@@ -395,7 +395,7 @@ def _decode(data: bytes) -> tuple[bytes, list[Any], dict[str, int]]:
     older layout, ``[record fields, terms]`` as one JSON list."""
     cut = data.find(b"\n")
     if cut >= 0:
-        blob, terms = data[:cut], json.loads(data[cut + 1 :])
+        blob, terms = data[:cut], orjson.loads(data[cut + 1 :])
         return blob, record_codec.parse(blob), terms
     vals, terms = json.loads(data)
     blob = json.dumps(vals, ensure_ascii=False, separators=(",", ":")).encode()
