@@ -319,8 +319,11 @@ def bench_recall(
         user_ids, distinct = seed(env, users, memories, pool, rng)
         seeded = time.monotonic() - started
         started = time.monotonic()
-        for i in range(0, len(user_ids), 50):  # what a node holds after its first recalls
-            _warm(env.runtime.cache, user_ids[i : i + 50])
+        for i in range(0, len(user_ids), 50):  # what a node holds after its first recalls:
+            _warm(env.runtime.cache, user_ids[i : i + 50])  # their snapshots, some cached,
+            env.runtime.switches.get_many(  # and their switches in Redis (kept there)
+                [UserKey(DEFAULT_TENANT, u) for u in user_ids[i : i + 50]]
+            )
         warmed = time.monotonic() - started
         settled = settle()
         app, server, thread, url = serve_api(env)
