@@ -8,7 +8,9 @@ recall, update, delete, batch_delete and, rarely, purge (admin key) — and ever
 envelope code is counted per operation.
 
 The node is sampled from ``/proc/<pid>`` every few seconds: resident memory (VmRSS),
-open file descriptors and threads. The report gives recall p50/p95/p99, the codes, and
+open file descriptors and threads; and asked for its own account (``GET
+/admin/v1/stats``: Python heap, malloc, hot cache, chDB's memory and threads) at start,
+half-way and end, so growth can be put down to one of them. The report gives recall p50/p95/p99, the codes, and
 the node's numbers after warm-up and at the end, plus their drift: a leak shows as RSS
 or open files that keep growing with the load (``rss_growth_mb_per_min``).
 """
@@ -53,10 +55,14 @@ WORDS = (
 
 
 def _proc_stats(pid: int) -> dict[str, float]:
-    status = Path(f"/proc/{pid}/status").read_text()
-    rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS"))
+    status = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    mb = {k: round(int(status[k].split()[0]) / 1024, 1) for k in ("VmRSS", "RssAnon", "RssFile")}
     return {
-        "rss_mb": round(rss_kb / 1024, 1),
+        "rss_mb": mb["VmRSS"],
+        "rss_anon_mb": mb["RssAnon"],  # heaps (Python, malloc, chDB's jemalloc, ONNX)
+        "rss_file_mb": mb["RssFile"],  # mapped files: libraries, mmapped parts
         "open_files": len(os.listdir(f"/proc/{pid}/fd")),
         "threads": len(os.listdir(f"/proc/{pid}/task")),
     }
@@ -95,6 +101,18 @@ def _fd_kinds(pid: int, data_dir: Path) -> dict[str, int]:
             suffix = " (deleted)" if target.endswith(" (deleted)") else ""
             kinds[str(Path(*parts)) + suffix] += 1
     return dict(kinds.most_common())
+
+
+def _node_stats(base: str, admin: str) -> dict[str, Any]:
+    """The node's own account (``GET /admin/v1/stats``): Python heap, malloc, hot cache,
+    chDB's memory and threads; {} with the error if it does not answer."""
+    try:
+        resp = httpx.get(
+            f"{base}/admin/v1/stats", headers={"Authorization": f"Bearer {admin}"}, timeout=30
+        )
+        return resp.json()["data"]
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _comm(pid: int, tid: str) -> str:
@@ -196,6 +214,7 @@ def bench_soak(
         _warm(base, app_keys[0], pool)
         start_stats = _proc_stats(pid)
         start_fds = _fd_kinds(pid, data_dir)
+        inside = {"start": _node_stats(base, admin)}
         samples = [{"t_s": 0.0, **start_stats}]
         began = time.monotonic()
         until = began + duration_s
@@ -205,7 +224,10 @@ def bench_soak(
         while any(t.is_alive() for t in threads):
             time.sleep(SAMPLE_S)
             samples.append({"t_s": round(time.monotonic() - began, 1), **_proc_stats(pid)})
+            if "half" not in inside and samples[-1]["t_s"] >= duration_s / 2:
+                inside["half"] = _node_stats(base, admin)
         end_stats = _proc_stats(pid)
+        inside["end"] = _node_stats(base, admin)
         fds = {"start": start_fds, "end": _fd_kinds(pid, data_dir)}
     finally:
         stack.stop(data_dir)
@@ -240,6 +262,7 @@ def bench_soak(
             "open_files_delta": end_stats["open_files"] - start_stats["open_files"],
             "threads_delta": end_stats["threads"] - start_stats["threads"],
             "open_files_by_kind": fds,
+            "inside": inside,  # the node's own account at start, half-way and end
             "samples": samples,
         },
     }

@@ -7,6 +7,7 @@ chDB allows one data directory per process, so embedded clients are shared per p
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -28,6 +29,18 @@ from sinks.errors import SchemaMismatch, StoreUnavailable
 
 _EMBEDDED: dict[str, Any] = {}
 _EMBEDDED_LOCK = threading.Lock()
+_ENGINE_METRICS = (
+    "MemoryTracking",
+    "MarkCacheBytes",
+    "PrimaryIndexCacheBytes",
+    "UncompressedCacheBytes",
+    "QueryConditionCacheBytes",
+    "QueryCacheBytes",
+    "CompiledExpressionCacheBytes",
+    "MMapCacheCells",
+    "GlobalThread",
+    "GlobalThreadActive",
+)
 
 
 def _connect(url: str, user: str, password: str) -> Any:
@@ -146,6 +159,23 @@ class ClickHouseStore:
             return self.query("SELECT 1")[0][0] == 1
         except Exception:
             return False
+
+    def engine_stats(self) -> dict[str, int]:
+        """The engine's own memory and threads (``system.metrics``: memory tracked, cache
+        bytes, global pool threads) and, embedded, its jemalloc's totals, which are
+        apart from the process's malloc; for a soak to tell chDB's growth from Python's."""
+        rows = self.query(
+            "SELECT metric, value FROM system.metrics WHERE metric IN {m:Array(String)}",
+            {"m": list(_ENGINE_METRICS)},
+        )
+        stats = {str(name): int(value) for name, value in rows}
+        if self.embedded:
+            text = self.query("SELECT stats FROM system.jemalloc_stats")[0][0]
+            # "Allocated: 9, active: 9, metadata: 9 (...), resident: 9, mapped: 9, ..."
+            totals = re.search(r"^Allocated: .*$", text, re.MULTILINE)
+            for name, value in re.findall(r"(\w+): (\d+)", totals.group(0) if totals else ""):
+                stats[f"jemalloc_{name.lower()}"] = int(value)
+        return stats
 
     def _require(self) -> Any:
         if self._client is None:

@@ -90,6 +90,12 @@ class HotCache:
     def __len__(self) -> int:
         return len(self._users)
 
+    @property
+    def nbytes(self) -> int:
+        """The held users' footprint, as the budget counts it."""
+        with self._lock:
+            return sum(i.nbytes for i in self._users.values())
+
     def peek(self, user_id: int, *, tenant: str) -> UserIndex | None:
         return self._peek(UserKey(tenant, user_id))
 

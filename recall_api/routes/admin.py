@@ -7,6 +7,11 @@ embedded store the node holds) and answers its summary. The pass itself is injec
 by the process as ``app.state.lifecycle_runner`` (``(now, users) -> dict``): the API
 tier does not import the dataflows.
 
+``GET /admin/v1/stats`` answers what the process holds: its Python heap, glibc malloc's
+totals, the hot cache's footprint and the ClickHouse engine's memory and threads
+(``recall_api.process_stats``), for ``memstream bench soak``. They are the process's,
+not a tenant's, so any admin key may read them.
+
 ``POST /admin/v1/sql {"query": "SELECT ...", "max_rows"?: n}`` runs a read-only query
 (ClickHouse ``readonly=1``) on the store, for ``memstream sql`` in embedded mode.
 
@@ -29,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from recall_api.access import Caller
 from recall_api.deps import caller_of
 from recall_api.errors import ApiError
+from recall_api.process_stats import process_stats
 from schemas.errors import ErrorCode
 from schemas.events import UserId
 
@@ -78,6 +84,13 @@ def lifecycle_run(
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
     scope = {} if caller.role is None else {"tenant": caller.tenant}  # a key: its tenant
     return {"code": 0, "msg": "ok", "data": runner(now=now, users=body.users, **scope)}
+
+
+@router.get("/stats")
+def stats(request: Request, _: LoopbackOnly) -> dict[str, Any]:
+    """The process's heap, hot cache and ClickHouse engine figures (a soak's sampler)."""
+    data = process_stats(request.app.state.stores, request.app.state.services)
+    return {"code": 0, "msg": "ok", "data": data}
 
 
 class SqlRequest(BaseModel):

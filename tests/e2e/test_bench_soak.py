@@ -33,5 +33,9 @@ def test_a_short_soak_reports_codes_latency_and_node_numbers(tmp_path: Path) -> 
         assert node[when]["rss_mb"] > 0 and node[when]["open_files"] > 0
         assert node[when]["threads"] > 0
     assert len(node["samples"]) >= 2
+    assert node["end"]["rss_anon_mb"] > 0 and node["end"]["rss_file_mb"] > 0
+    inside = node["inside"]["end"]  # the node's own account, by GET /admin/v1/stats
+    assert inside["python"]["allocated_blocks"] > 0, inside
+    assert inside["clickhouse"]["GlobalThread"] > 0 and inside["hot_cache"]["users"] > 0
     kinds = node["open_files_by_kind"]["end"]
     assert kinds.get("thread stats (exited)", 0) == 0  # per-thread handles do not leak
