@@ -7,7 +7,10 @@ chDB allows one data directory per process, so embedded clients are shared per p
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -29,6 +32,23 @@ from sinks.errors import SchemaMismatch, StoreUnavailable
 
 _EMBEDDED: dict[str, Any] = {}
 _EMBEDDED_LOCK = threading.Lock()
+# Server settings of the embedded engine. ClickHouse's global thread pool keeps up to
+# max_thread_pool_free_size idle threads (a server's default: 1,000), and every thread
+# that ran a query keeps /proc/self/task/<tid>/{stat,schedstat,io} open (its per-thread
+# counters): with the default, the node's threads and open files grew to each burst's
+# high-water mark (merges, mutations and part cleaning borrow pool threads) and stayed.
+# 16 idle threads cover the ~13 that chDB's own pools hold; a burst's extra threads
+# exit when it ends. The sized-for-many-cores pools are cut to this tier's scale too.
+ENGINE_SERVER_SETTINGS = {
+    "max_thread_pool_free_size": 16,
+    "max_parts_cleaning_thread_pool_size": 4,
+    "max_active_parts_loading_thread_pool_size": 4,
+    "max_outdated_parts_loading_thread_pool_size": 4,
+    "max_io_thread_pool_size": 8,
+    "max_io_thread_pool_free_size": 2,
+    "max_prefixes_deserialization_thread_pool_size": 4,
+    "max_format_parsing_thread_pool_size": 4,
+}
 _ENGINE_METRICS = (
     "MemoryTracking",
     "MarkCacheBytes",
@@ -50,9 +70,35 @@ def _connect(url: str, user: str, password: str) -> Any:
         with _EMBEDDED_LOCK:
             if path not in _EMBEDDED:
                 Path(path).mkdir(parents=True, exist_ok=True)
-                _EMBEDDED[path] = clickhouse_connect.get_client(interface="chdb", path=path)
+                _import_chdb()
+                _EMBEDDED[path] = clickhouse_connect.get_client(
+                    interface="chdb", path=path, chdb_options=ENGINE_SERVER_SETTINGS
+                )
             return _EMBEDDED[path]
     return clickhouse_connect.get_client(**server_kwargs(url, user, password))
+
+
+def _import_chdb() -> None:
+    """Import chDB so that its first engine starts with ``ENGINE_SERVER_SETTINGS``.
+
+    ``import chdb`` starts a throw-away in-memory engine (to read its version), and that
+    first engine sizes the process's thread pools for good: a later engine's
+    ``max_thread_pool_free_size`` etc. are accepted but never applied (chDB 4.4's
+    ``GlobalThreadPool::initialize`` returns when the pool exists). That engine reads a
+    ``config.xml`` in the working directory, so the import runs in a directory holding
+    one (chDB's own import changes directory the same way).
+    """
+    if "chdb" in sys.modules:
+        return
+    entries = "".join(f"<{k}>{v}</{k}>" for k, v in ENGINE_SERVER_SETTINGS.items())
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="memstream-chdb-") as conf_dir:
+        Path(conf_dir, "config.xml").write_text(f"<clickhouse>{entries}</clickhouse>\n")
+        os.chdir(conf_dir)
+        try:
+            import chdb  # noqa: F401
+        finally:
+            os.chdir(cwd)
 
 
 _TLS_QUERY = ("ca_cert", "client_cert", "client_cert_key", "server_host_name")
@@ -165,7 +211,8 @@ class ClickHouseStore:
         bytes, global pool threads) and, embedded, its jemalloc's totals, which are
         apart from the process's malloc; for a soak to tell chDB's growth from Python's."""
         rows = self.query(
-            "SELECT metric, value FROM system.metrics WHERE metric IN {m:Array(String)}",
+            "SELECT metric, value FROM system.metrics WHERE metric IN {m:Array(String)} "
+            "OR (metric LIKE '%Threads' AND value > 0)",  # the pools that hold threads
             {"m": list(_ENGINE_METRICS)},
         )
         stats = {str(name): int(value) for name, value in rows}
