@@ -2,7 +2,7 @@
 
 The Python heap (pymalloc blocks, gc generations and tracked objects), glibc malloc's
 totals (``mallinfo2``: bytes in use vs free in its arenas: fragmentation shows as free
-bytes that RSS keeps) and the hot cache's footprint. Each figure is cheap except
+bytes that RSS keeps), pyarrow's pool and the hot cache's footprint. Each figure is cheap except
 ``gc_objects`` (one pass over the tracked objects, ~0.1 s per million), which is why
 this is an admin call and not a Prometheus gauge scraped every few seconds.
 """
@@ -41,6 +41,20 @@ def malloc_totals() -> dict[str, int]:
     }
 
 
+def arrow_pool() -> dict[str, Any]:
+    """pyarrow's default pool (Milvus Lite's columns: it runs in this process), a third
+    allocator (mimalloc) apart from malloc and chDB's jemalloc; {} if pyarrow is not loaded."""
+    pa = sys.modules.get("pyarrow")
+    if pa is None:
+        return {}
+    pool = pa.default_memory_pool()
+    return {
+        "backend": pool.backend_name,
+        "allocated_bytes": pool.bytes_allocated(),
+        "peak_bytes": pool.max_memory(),
+    }
+
+
 def python_heap() -> dict[str, Any]:
     return {
         "allocated_blocks": sys.getallocatedblocks(),
@@ -49,6 +63,7 @@ def python_heap() -> dict[str, Any]:
         "gc_objects": len(gc.get_objects()),
         "gc_threshold": list(gc.get_threshold()),
         "malloc": malloc_totals(),
+        "arrow": arrow_pool(),
     }
 
 
