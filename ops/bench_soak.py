@@ -12,7 +12,8 @@ open file descriptors and threads; and asked for its own account (``GET
 /admin/v1/stats``: Python heap, malloc, hot cache, chDB's memory and threads) at start,
 half-way and end, so growth can be put down to one of them. The report gives recall p50/p95/p99, the codes, and
 the node's numbers after warm-up and at the end, plus their drift: a leak shows as RSS
-or open files that keep growing with the load (``rss_growth_mb_per_min``).
+or open files that keep growing with the load (``rss_slope_mb_per_min_second_half``, a
+least-squares slope; the samples' first half is warm-up: pools, caches, code pages).
 """
 
 from __future__ import annotations
@@ -259,6 +260,12 @@ def bench_soak(
             "rss_growth_mb_per_min_second_half": round(
                 (samples[-1]["rss_mb"] - half["rss_mb"]) / half_minutes, 2
             ),
+            # least squares over the second half's samples: the endpoints alone swing by
+            # tens of MB with one transient allocation (Milvus Lite's Arrow flushes)
+            "rss_slope_mb_per_min_second_half": _slope(samples[len(samples) // 2 :], "rss_mb"),
+            "open_files_slope_per_min_second_half": _slope(
+                samples[len(samples) // 2 :], "open_files"
+            ),
             "open_files_delta": end_stats["open_files"] - start_stats["open_files"],
             "threads_delta": end_stats["threads"] - start_stats["threads"],
             "open_files_by_kind": fds,
@@ -266,6 +273,17 @@ def bench_soak(
             "samples": samples,
         },
     }
+
+
+def _slope(samples: list[dict[str, float]], key: str) -> float:
+    """Least-squares growth of ``key`` per minute over ``samples``."""
+    xs = [p["t_s"] / 60 for p in samples]
+    ys = [p[key] for p in samples]
+    if len(xs) < 2:
+        return 0.0
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    return round(sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var, 2)
 
 
 def _error_lines(logfile: Path, limit: int = 200) -> list[str]:
@@ -320,7 +338,9 @@ def main(settings: Settings, duration_s: float, clients: int, users: int) -> int
         f"{result['recall_ms']['p50']} p99 {result['recall_ms']['p99']} ms; node RSS "
         f"{node['start']['rss_mb']} -> {node['end']['rss_mb']} MB, open files "
         f"{node['start']['open_files']} -> {node['end']['open_files']}, threads "
-        f"{node['start']['threads']} -> {node['end']['threads']}",
+        f"{node['start']['threads']} -> {node['end']['threads']}; second half "
+        f"{node['rss_slope_mb_per_min_second_half']} MB/min, "
+        f"{node['open_files_slope_per_min_second_half']} open files/min",
         file=sys.stderr,
     )
     print(json.dumps(result, indent=2))
