@@ -296,6 +296,12 @@ def _add_soak(sub: Any) -> None:
         "and the node's RSS, open files and threads at the start and the end.",
     )
     p.add_argument("--duration", type=float, default=300.0, help="seconds (default 300)")
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=0.0,
+        help="seconds of the same load first, before the start figures are read (default 0)",
+    )
     p.add_argument("--clients", type=_positive, default=4)
     p.add_argument("--users", type=_positive, default=50)
     p.set_defaults(func=_run_soak)
@@ -304,7 +310,7 @@ def _add_soak(sub: Any) -> None:
 def _run_soak(args: argparse.Namespace) -> int:
     from ops.bench_soak import main
 
-    return main(get_settings(), args.duration, args.clients, args.users)
+    return main(get_settings(), args.duration, args.clients, args.users, args.warmup)
 
 
 BENCHES: tuple[Callable[[Any], None], ...] = (

@@ -17,11 +17,12 @@ pytestmark = pytest.mark.e2e
 
 def test_a_short_soak_reports_codes_latency_and_node_numbers(tmp_path: Path) -> None:
     env, _ = private_stack_env(tmp_path / "data")
-    done = cli(env, "bench", "soak", "--duration", "6", "--clients", "2", "--users", "4",
-               timeout=240)  # fmt: skip
+    done = cli(env, "bench", "soak", "--duration", "6", "--warmup", "2", "--clients", "2",
+               "--users", "4", timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     result = json.loads(done.stdout)
     assert result["bench"] == "soak" and result["requests"] > 0
+    assert result["config"]["warmup_s"] == 2  # measured after 2 s of the same load
     assert set(result["codes"]) <= {op for op, _ in MIX} and "recall" in result["codes"]
     for op, codes in result["codes"].items():
         for code in codes:
