@@ -7,11 +7,17 @@ last snapshot, and deterministic ids make the replay harmless. ``on_failure`` ru
 before the restart: the ingest flow drops the hot cache there, because its writer
 updates the cache ahead of the durable write, and a batch that failed to become durable
 must not look "already stored" to its own replay.
+
+A flow run alone as one process of a cluster (``memstream dataflow``, ``ops.dataflow_cmd``)
+keeps only its share of the recovery partitions on its own volume
+(:func:`init_partition_share`): Bytewax needs the cluster as a whole to hold every
+partition once, not each process.
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +39,32 @@ def recovery_config(base: Path, name: str) -> RecoveryConfig:
         db_dir.mkdir(parents=True, exist_ok=True)
         init_db_dir(db_dir, 1)
     return RecoveryConfig(db_dir)
+
+
+def partition_share(count: int, process_id: int, processes: int) -> list[int]:
+    """The recovery partitions process ``process_id`` of ``processes`` holds: every
+    ``processes``-th one from its id, so the shares are disjoint and cover ``count``."""
+    if not 0 <= process_id < processes:
+        raise ValueError(f"process id {process_id} is not in 0..{processes - 1}")
+    if count < processes:
+        raise ValueError(f"{count} recovery partition(s) cannot be shared by {processes} processes")
+    return list(range(process_id, count, processes))
+
+
+def init_partition_share(db_dir: Path, count: int, process_id: int, processes: int) -> list[str]:
+    """Create this process's share of ``count`` fresh partitions in ``db_dir``, unless it
+    already holds partitions (a restart: they are the state to resume from). Returns
+    the partition files now in ``db_dir``."""
+    db_dir.mkdir(parents=True, exist_ok=True)
+    held = sorted(p.name for p in db_dir.glob("part-*.sqlite3"))
+    if held:
+        return held
+    share = partition_share(count, process_id, processes)
+    with tempfile.TemporaryDirectory(prefix=".init-", dir=db_dir) as tmp:
+        init_db_dir(Path(tmp), count)
+        for i in share:  # a fresh partition is one file; renamed within one volume
+            (Path(tmp) / f"part-{i}.sqlite3").rename(db_dir / f"part-{i}.sqlite3")
+    return sorted(p.name for p in db_dir.glob("part-*.sqlite3"))
 
 
 class FlowThread(threading.Thread):

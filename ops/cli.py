@@ -1,7 +1,8 @@
 """The `memstream` command line.
 
-Sub-commands: up, down, status, config show, node (foreground), sql, extract, bench,
-lifecycle, import/export, reembed.
+Sub-commands: up, down, status, config show, node (foreground), api and dataflow
+(the node's parts alone, on server stores), sql, extract, bench, lifecycle,
+import/export, reembed.
 Each prints what it did in plain words and exits non-zero with a reason on failure.
 """
 
@@ -126,6 +127,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         extract_cmd,
         keys_cmd,
         lifecycle_cmd,
+        process_cmd,
         reembed_cmd,
         sql_cmd,
         transfer_cmd,
@@ -139,6 +141,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         transfer_cmd,
         reembed_cmd,
         keys_cmd,
+        process_cmd,
     ):
         mod.add_parser(sub)
 

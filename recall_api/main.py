@@ -21,12 +21,18 @@ from recall_api.changes import follow_changes
 from recall_api.services import Services
 from recall_api.serving import server_config
 from sinks.errors import ModelMismatch
+from sinks.keystore import check_bind
 from sinks.stores import Stores
 
 
 def main() -> int:
     try:
         settings = get_settings()
+    except SettingsError as exc:
+        print(f"memstream api: {exc}", file=sys.stderr)
+        return 2
+    try:
+        check_bind(settings)  # no key, yet asked to listen beyond loopback (as the node)
     except SettingsError as exc:
         print(f"memstream api: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,230 @@
+"""`memstream api` and `memstream dataflow ingest|lifecycle`: the node's parts, each alone.
+
+The distributed deployment of DESIGN §1 (``helm/``) runs the recall tier and each dataflow
+as processes of their own, against a Kafka, a ClickHouse server, a Milvus server and a
+Redis. ``api`` runs what ``python -m recall_api.main`` runs. ``dataflow NAME`` runs one
+flow in the foreground as one process of a Bytewax cluster (``-w`` workers, ``-i/-a``
+for several processes), with recovery on a durable directory, until SIGTERM (the flow's
+sources end after the batch in flight) or a failure (exit 1: the supervisor restarts it
+and recovery resumes it from the last snapshot). The lifecycle process also runs the
+periodic passes, on process 0 only, so a cluster of N processes does not run N passes.
+
+Each refuses to start on an embedded store (chDB data dir, Milvus Lite file): those
+allow one process per data dir, so a second process either fails on the lock or, in a
+pod with its own disk, opens a private store that no other process sees. On one machine
+``memstream up`` runs the node, which hosts all three in one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from core.settings import Settings, SettingsError, get_settings
+
+FLOWS = ("ingest", "lifecycle")
+
+
+def embedded_stores(s: Settings) -> list[str]:
+    """The stores the settings open embedded, in words (empty: all are servers)."""
+    out = []
+    if s.clickhouse_target.startswith("chdb://"):
+        out.append(
+            f"ClickHouse is embedded chDB ({s.clickhouse_target}); set MEMSTREAM_CLICKHOUSE_URL=http://host:8123"
+        )
+    if not s.milvus_target.startswith(("http://", "https://", "tcp://", "unix:")):
+        out.append(
+            f"Milvus is embedded Milvus Lite ({s.milvus_target}); set MEMSTREAM_MILVUS_URI=http://host:19530"
+        )
+    return out
+
+
+def require_servers(s: Settings) -> None:
+    """SettingsError naming each embedded store: a process started alone needs servers."""
+    embedded = embedded_stores(s)
+    if embedded:
+        raise SettingsError(
+            "a process started alone needs its stores as servers, shared with the others; "
+            + "; ".join(embedded)
+            + ". An embedded store allows one process per data dir: on one machine run "
+            "`memstream up` (the node hosts the API and both dataflows)."
+        )
+
+
+@dataclass(frozen=True)
+class FlowPlan:
+    """How one dataflow process runs: its place in the cluster and its recovery."""
+
+    flow: str
+    workers: int
+    process_id: int | None
+    addresses: tuple[str, ...]
+    recovery_dir: Path | None
+    partitions: int
+    snapshot_s: float
+    backup_s: float
+
+    @property
+    def processes(self) -> int:
+        return len(self.addresses) or 1
+
+    @property
+    def leader(self) -> bool:
+        """Process 0 (or the only one): where once-per-cluster work runs."""
+        return not self.process_id
+
+
+def plan_from_args(args: argparse.Namespace, s: Settings) -> FlowPlan:
+    """The plan the arguments ask for; ValueError names what is inconsistent."""
+    addresses = tuple(a.strip() for a in (args.addresses or "").split(";") if a.strip())
+    for a in addresses:
+        host, _, port = a.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"-a/--addresses: {a!r} is not host:port")
+    if (args.process_id is None) != (not addresses):
+        raise ValueError("-i/--process-id and -a/--addresses go together (give both or neither)")
+    if args.process_id is not None and not 0 <= args.process_id < len(addresses):
+        raise ValueError(
+            f"-i/--process-id {args.process_id}: not one of the {len(addresses)} addresses (0..{len(addresses) - 1})"
+        )
+    if args.workers_per_process < 1:
+        raise ValueError("-w/--workers-per-process: at least 1")
+    processes = len(addresses) or 1
+    partitions = args.recovery_partitions or processes * args.workers_per_process
+    if partitions < processes:
+        raise ValueError(
+            f"--recovery-partitions {partitions}: fewer than the {processes} processes"
+        )
+    if args.no_recovery:
+        recovery = None
+    else:
+        recovery = args.recovery_directory or s.data_path / "recovery" / args.flow
+    return FlowPlan(
+        flow=args.flow,
+        workers=args.workers_per_process,
+        process_id=args.process_id,
+        addresses=addresses,
+        recovery_dir=recovery,
+        partitions=partitions,
+        snapshot_s=args.snapshot_interval,
+        backup_s=args.backup_interval,
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    api = sub.add_parser("api", help="the recall/management API alone (needs server stores)")
+    api.set_defaults(func=run_api)
+    df = sub.add_parser("dataflow", help="one dataflow alone, in the foreground (server stores)")
+    df.add_argument("flow", choices=FLOWS)
+    df.add_argument("-w", "--workers-per-process", type=int, default=1)
+    df.add_argument("-i", "--process-id", type=int, default=None, help="this process (from 0)")
+    df.add_argument(
+        "-a", "--addresses", default=None, help='every process, "host:port;host:port" (id order)'
+    )
+    df.add_argument(
+        "-r",
+        "--recovery-directory",
+        type=Path,
+        default=None,
+        help="this process's recovery partitions (default <data dir>/recovery/FLOW)",
+    )
+    df.add_argument(
+        "--recovery-partitions",
+        type=int,
+        default=0,
+        help="partitions of the whole cluster, made on first start (default processes x workers)",
+    )
+    df.add_argument("--no-recovery", action="store_true", help="run without snapshots")
+    df.add_argument("-s", "--snapshot-interval", type=float, default=2.0, help="seconds")
+    df.add_argument(
+        "-b", "--backup-interval", type=float, default=0.0, help="seconds to keep old snapshots"
+    )
+    df.set_defaults(func=run_dataflow)
+
+
+def run_api(args: argparse.Namespace) -> int:
+    try:
+        require_servers(get_settings())
+    except SettingsError as exc:
+        print(f"memstream api: {exc}", file=sys.stderr)
+        return 2
+    from recall_api.main import main as api_main
+
+    return api_main()
+
+
+def run_dataflow(args: argparse.Namespace) -> int:
+    who = f"memstream dataflow {args.flow}"
+    settings = get_settings()
+    try:
+        require_servers(settings)
+        plan = plan_from_args(args, settings)
+    except (SettingsError, ValueError) as exc:
+        print(f"{who}: {exc}", file=sys.stderr)
+        return 2
+    from sinks.errors import ModelMismatch
+
+    try:
+        return _run(plan, settings)
+    except ModelMismatch as exc:  # another embedding model made the store's vectors
+        print(f"{who}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(plan: FlowPlan, settings: Settings) -> int:
+    from bytewax.recovery import RecoveryConfig
+    from bytewax.run import cli_main
+
+    from core.logs import setup_logging
+    from dataflows.runner import init_partition_share
+    from dataflows.runtime import Runtime
+    from sinks.stores import Stores
+
+    setup_logging(settings.log_level, settings.log_json)
+    stores = Stores.from_settings(settings)
+    stores.setup()
+    stores.kafka.ensure_topics()
+    passes = None
+    try:
+        rt = Runtime.build(settings, stores)
+        flow = _build_flow(plan.flow, rt)
+        # SIGTERM (a pod stopping): the sources end the flow after the batch in flight
+        signal.signal(signal.SIGTERM, lambda *_: rt.stop.set())
+        if plan.flow == "lifecycle" and plan.leader:
+            from dataflows.lifecycle.schedule import LifecyclePasses
+            from dataflows.lifecycle.submit import KafkaVia
+
+            passes = LifecyclePasses(rt, KafkaVia(stores))
+            passes.start()
+        rc = None
+        if plan.recovery_dir is not None:
+            init_partition_share(
+                plan.recovery_dir, plan.partitions, plan.process_id or 0, plan.processes
+            )
+            rc = RecoveryConfig(plan.recovery_dir, timedelta(seconds=plan.backup_s))
+        cli_main(
+            flow,
+            workers_per_process=plan.workers,
+            process_id=plan.process_id,
+            addresses=list(plan.addresses) or None,
+            epoch_interval=timedelta(seconds=plan.snapshot_s),
+            recovery_config=rc,
+        )
+    finally:
+        if passes is not None:
+            rt.stop.set()
+            passes.join()
+        stores.close()
+    return 0
+
+
+def _build_flow(name: str, rt):  # noqa: ANN001, ANN202 - Runtime, Dataflow (lazy imports)
+    if name == "ingest":
+        from dataflows.ingest.flow import build_flow
+    else:
+        from dataflows.lifecycle.flow import build_flow
+    return build_flow(rt)
