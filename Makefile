@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 KAFKA_LIB := ops/kafka/lib
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: up down status test lint deps venv redis kafka-jars clean-data help
+.PHONY: up down status test lint deps venv redis kafka-jars clean-data help chart-check
 
 help:
 	@echo "make up      start Kafka, Redis and the node (API on 127.0.0.1:8000)"
@@ -14,6 +14,7 @@ help:
 	@echo "make status  which processes run and whether /readyz is 200"
 	@echo "make test    install test deps, start test servers on free ports, run pytest"
 	@echo "make lint    ruff check + format check"
+	@echo "make chart-check  helm lint + template (default, production) + strict offline validation"
 
 up: deps venv
 	@$(VENV)/bin/memstream up
@@ -58,3 +59,39 @@ $(KAFKA_LIB)/.complete: ops/kafka/pom.xml
 
 clean-data: down
 	rm -rf .memstream
+
+# --- the Helm chart (helm/): a helm built from Go modules, no helm needed beforehand ---
+# Everything Go writes stays in .build/ (git-ignored): module cache, build cache, binaries.
+BUILD := $(CURDIR)/.build
+HELM_VERSION := v3.22.0
+HELM := $(BUILD)/bin/helm-$(HELM_VERSION)
+VALIDATE := $(BUILD)/bin/validate
+CHART := helm/memstream
+# Render for the oldest Kubernetes the chart supports (Chart.yaml kubeVersion; the
+# StatefulSet's pod-index label); helm built without ldflags would assume v1.20.
+KUBE_VERSION := 1.28.0
+GO_ENV := GOPATH=$(BUILD)/go GOMODCACHE=$(BUILD)/go/mod GOCACHE=$(BUILD)/go/cache \
+	GOFLAGS=-modcacherw GOTOOLCHAIN=local CGO_ENABLED=0
+
+$(HELM):
+	@command -v go >/dev/null || { echo "make chart-check needs Go >= 1.26 (helm $(HELM_VERSION) requires it)"; exit 1; }
+	@mkdir -p $(BUILD)/bin
+	@echo "building helm $(HELM_VERSION) from Go modules (first time: a few minutes) ..."
+	@$(GO_ENV) GOBIN=$(BUILD)/go/bin go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	@mv $(BUILD)/go/bin/helm $@
+
+$(VALIDATE): helm/validate/go.mod helm/validate/go.sum $(wildcard helm/validate/*.go)
+	@test -z "$$(gofmt -l helm/validate)" || { gofmt -l helm/validate; echo "gofmt: not formatted"; exit 1; }
+	@mkdir -p $(BUILD)/bin
+	@cd helm/validate && $(GO_ENV) go build -o $@ .
+
+chart-check: $(HELM) $(VALIDATE)
+	@mkdir -p $(BUILD)/chart
+	$(HELM) lint --strict --kube-version $(KUBE_VERSION) $(CHART)
+	$(HELM) lint --strict --kube-version $(KUBE_VERSION) $(CHART) -f $(CHART)/values-production.yaml
+	$(HELM) template memstream $(CHART) --namespace memstream --kube-version $(KUBE_VERSION) \
+	  > $(BUILD)/chart/default.yaml
+	$(HELM) template memstream $(CHART) --namespace memstream --kube-version $(KUBE_VERSION) \
+	  -f $(CHART)/values-production.yaml > $(BUILD)/chart/production.yaml
+	$(VALIDATE) $(BUILD)/chart/default.yaml $(BUILD)/chart/production.yaml
+	$(VALIDATE) -refused helm/validate/testdata/refused.yaml
