@@ -97,21 +97,26 @@ class PostingArrays:
             order = np.argsort(self._hash[: self._n], kind="stable")
             self._sorted = (self._hash[order], self._row[order], self._tf[order])
         hashes, rows, tfs = self._sorted
+        # every query term at once (a few numpy calls in all, not a few per term: with
+        # postings this short, numpy's per-call overhead is the cost)
+        qh = np.array([hash(t) for t in terms], dtype=np.int64)
+        lo = np.searchsorted(hashes, qh, "left")
+        hi = np.searchsorted(hashes, qh, "right")
+        df = hi - lo
+        idf = np.log(1.0 + (self._docs - df + 0.5) / (df + 0.5))
+        ideal = float(idf.sum())
+        count = int(df.sum())
+        if count == 0:
+            return empty
+        # the postings of every term, and each one's term: lo[t] .. hi[t] - 1
+        term = np.repeat(np.arange(len(terms)), df)
+        at = np.arange(count) - np.repeat(np.cumsum(df) - df, df) + lo[term]
+        r, tf = rows[at], tfs[at].astype(np.float64)
         avgdl = self._total / self._docs or 1.0
         k1, b = self.k1, self.b
-        acc = np.zeros(self._len.shape[0])
-        ideal = 0.0
-        for term in terms:
-            h = hash(term)
-            lo = int(np.searchsorted(hashes, h, "left"))
-            hi = int(np.searchsorted(hashes, h, "right"))
-            idf = self.idf(hi - lo)
-            ideal += idf
-            if hi == lo:
-                continue
-            r, tf = rows[lo:hi], tfs[lo:hi].astype(np.float64)
-            norm = k1 * (1.0 - b + b * self._len[r] / avgdl)
-            acc[r] += idf * tf * (k1 + 1.0) / (tf + norm)
+        norm = k1 * (1.0 - b + b * self._len[r] / avgdl)
+        acc = np.bincount(r, weights=idf[term] * tf * (k1 + 1.0) / (tf + norm),
+                          minlength=self._len.shape[0])  # fmt: skip
         hit = np.flatnonzero(acc)
         return hit, np.minimum(1.0, acc[hit] / ideal)
 
