@@ -14,7 +14,6 @@ Documents are numbered by row, as the user's matrix; the owner moves a row with
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -81,10 +80,6 @@ class PostingArrays:
         self._len[dst] = self._len[src]
         self._len[src] = 0
         self._sorted = None
-
-    def idf(self, df: int) -> float:
-        """Lucene's non-negative BM25 idf, as :meth:`core.lexical.BM25Index.idf`."""
-        return math.log(1.0 + (self._docs - df + 0.5) / (df + 0.5))
 
     def normalized(self, query: str | Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """Rows sharing a term with the query, and their scores in [0, 1] (raw BM25
