@@ -36,6 +36,7 @@ from core.scope import tag_key_text, tag_value_text
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
+from schemas.limits import clip_tags
 from schemas.memory import ChangeRecord, MemoryRecord, tags_json
 from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
 from schemas.tenants import DEFAULT_TENANT, UserKey
@@ -416,7 +417,7 @@ class MemoryStore:
     def tags_of(self, user_id: int, stored: str, tenant: str) -> dict[str, Any]:
         """``custom_tags`` as stored (sealed JSON; plain JSON in stores before v2)."""
         text = self._plain(user_id, stored or "", tenant)
-        return json.loads(text) if text else {}
+        return clip_tags(json.loads(text)) if text else {}
 
 
 def blind_tags(keys: KeyRing, user_id: int, tags: dict[str, Any], tenant: str) -> dict[str, str]:
