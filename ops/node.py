@@ -24,6 +24,7 @@ from dataflows.lifecycle.schedule import LifecyclePasses
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
 from dataflows.runtime import Runtime
+from ops.heap import start_trimmer
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.services import Services
@@ -111,6 +112,7 @@ def main() -> int:
         print(f"memstream node: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_json)
+    start_trimmer()  # RSS follows the heap really in use (ops.heap)
     try:
         serve(settings)
     except (ModelMismatch, SettingsError) as exc:

@@ -152,8 +152,10 @@ def run_api(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"memstream api: {exc}", file=sys.stderr)
         return 2
+    from ops.heap import start_trimmer
     from recall_api.main import main as api_main
 
+    start_trimmer()
     return api_main()
 
 
@@ -182,9 +184,11 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     from core.logs import setup_logging
     from dataflows.runner import init_partition_share
     from dataflows.runtime import Runtime
+    from ops.heap import start_trimmer
     from sinks.stores import Stores
 
     setup_logging(settings.log_level, settings.log_json)
+    start_trimmer()
     stores = Stores.from_settings(settings)
     stores.setup()
     stores.kafka.ensure_topics()
