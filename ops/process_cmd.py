@@ -185,6 +185,7 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     from dataflows.runner import init_partition_share
     from dataflows.runtime import Runtime
     from ops.heap import start_trimmer
+    from sinks.config_topic import follow_config
     from sinks.stores import Stores
 
     setup_logging(settings.log_level, settings.log_json)
@@ -193,8 +194,11 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     stores.setup()
     stores.kafka.ensure_topics()
     passes = None
+    config = None
     try:
         rt = Runtime.build(settings, stores)
+        config = follow_config(stores.kafka, settings, rt)  # live thresholds (memory.config)
+        config.ready.wait(5.0)
         flow = _build_flow(plan.flow, rt)
         # SIGTERM (a pod stopping): the sources end the flow after the batch in flight
         signal.signal(signal.SIGTERM, lambda *_: rt.stop.set())
@@ -222,6 +226,8 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
         if passes is not None:
             rt.stop.set()
             passes.join()
+        if config is not None:
+            config.stop()
         stores.close()
     return 0
 

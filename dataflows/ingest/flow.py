@@ -52,7 +52,6 @@ def kafka_source(rt: Runtime) -> StoppableKafkaSource:
 
 
 def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest") -> Dataflow:
-    s = rt.settings
     writer = Writer(rt)
     commands_topic = rt.stores.kafka.topic(TOPIC_COMMANDS)
     keys = rt.memories.cipher
@@ -63,8 +62,8 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
     def parse(msg: KafkaSourceMessage):
         origin = Origin(msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value)
         if msg.topic == commands_topic:
-            return parse_command(origin, s, rt.memories.cipher)
-        return parse_conversation(origin, s, rt.memories.cipher)
+            return parse_command(origin, rt.settings, rt.memories.cipher)
+        return parse_conversation(origin, rt.settings, rt.memories.cipher)
 
     def gate(msgs: list[KafkaSourceMessage]) -> list:
         """Parse a whole input batch, then check every user's switch in one round trip;
@@ -103,6 +102,7 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
         return out
 
     def window(state):
+        s = rt.settings  # as they are now: session thresholds are live (sinks.config_topic)
         return SessionWindow(
             state, s.session_gap_s, s.session_max_turns, s.context_turns, rt.memories.cipher
         )
