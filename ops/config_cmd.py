@@ -27,7 +27,7 @@ from core.live_config import (
     who_and_when,
 )
 from core.settings import Settings, SettingsError, get_settings
-from sinks.config_topic import KAFKA_LOG, fold, publish, read_all
+from sinks.config_topic import KAFKA_LOG, ensure_config_topic, fold, publish, read_all
 from sinks.errors import StoreUnavailable
 from sinks.kafka import KafkaBus
 
@@ -102,7 +102,7 @@ def _change(args: argparse.Namespace, value: Any) -> int:
                 raise ConfigRefused(done.reason)
             value = state.live[key].value  # as the setting holds it (0.5, not "0.5")
         bus.setup()  # the broker answered: producer and admin
-        bus.ensure_topics(timeout=READ_TIMEOUT_S)  # compacted, before the first record
+        ensure_config_topic(bus, READ_TIMEOUT_S)  # compacted, before the first record
         by, at = who_and_when(args.by)
         publish(bus, ConfigRecord(key, value, by, at), READ_TIMEOUT_S)
     except ConfigRefused as exc:

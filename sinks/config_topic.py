@@ -17,6 +17,7 @@ import uuid
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from core.live_config import Applied, ConfigKey, ConfigRecord, ConfigRefused, LiveState
 from core.logs import log_fields
@@ -24,12 +25,29 @@ from core.settings import Settings
 from schemas.events import TOPIC_CONFIG
 from sinks.errors import StoreUnavailable
 from sinks.kafka import KafkaBus
+from sinks.topic_config import topic_config
 
 log = logging.getLogger(__name__)
 # librdkafka's own lines (a broker down: one per reconnect) go to logging, not stderr
 KAFKA_LOG = logging.getLogger("memstream.kafka.config")
 
 RawRecord = tuple[bytes | None, bytes | None]
+
+
+def ensure_config_topic(bus: KafkaBus, timeout: float = 10.0) -> None:
+    """Create ``memory.config`` (compacted) when missing, before its first record: the
+    CLI may run before any node; an operator's principal may see no other topic."""
+    name = bus.topic(TOPIC_CONFIG)
+    try:
+        if name in bus.admin.list_topics(timeout=timeout).topics:
+            return
+        config = topic_config(TOPIC_CONFIG, bus.retention_ms)
+        new = NewTopic(name, bus.partitions, bus.replication, config=config)
+        fut = bus.admin.create_topics([new], operation_timeout=timeout)[name]
+        fut.result(timeout)
+    except KafkaException as exc:
+        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+            raise StoreUnavailable(f"kafka: cannot create {name}: {exc}") from exc
 
 
 def publish(bus: KafkaBus, record: ConfigRecord, timeout: float = 10.0) -> None:
