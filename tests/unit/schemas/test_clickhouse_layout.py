@@ -8,10 +8,7 @@ Regenerate the golden files after a deliberate schema change:
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +22,7 @@ from schemas.storage import (
     settings_done,
     settings_rebuild,
 )
+from tests.helpers.clickhouse_parse import parse_errors
 
 GOLDEN = Path(__file__).parent / "golden"
 DB, CLUSTER = "memstream", "prod"
@@ -151,35 +149,6 @@ def test_the_layout_names_what_queries_and_mutations_use():
     assert many.mutate("memories") == f"{DB}.memories_local ON CLUSTER {CLUSTER}"
     assert many.tables(("memories",)) == ["memories", "memories_local"]
     assert one.tables(("memories",)) == ["memories"]
-
-
-PARSE = r"""
-import json, sys, chdb
-out = []
-for q in json.load(sys.stdin):
-    text = q.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
-    try:  # a parameter's value is read escaped, as in TSV
-        chdb.query("SELECT formatQuery({q:String})", "TSV", params={"q": text})
-        out.append("")
-    except Exception as exc:
-        out.append(str(exc))
-print(json.dumps(out))
-"""
-
-
-def parse_errors(stmts: list[str]) -> dict[str, str]:
-    """What ClickHouse's own parser (chDB, in a process of its own) says of each
-    statement: syntax only; engines, macros and clusters are not checked."""
-    run = subprocess.run(
-        [sys.executable, "-c", PARSE],
-        input=json.dumps(stmts),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    errors = json.loads(run.stdout.strip().splitlines()[-1])
-    return {s: e for s, e in zip(stmts, errors, strict=True) if e}
 
 
 def test_clickhouse_parses_every_statement_of_both_layouts():
