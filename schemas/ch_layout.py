@@ -30,10 +30,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Inserts into a Distributed table return once every shard has the rows (not when they
-# are queued on the initiator), so a write is readable as soon as it returns, as on one
-# node. (ClickHouse ≥ 23.10 name; ``insert_distributed_sync`` before.)
-CLUSTER_INSERT_SETTINGS = {"distributed_foreground_insert": 1}
+# Settings of every query, insert and command memstream sends to a cluster, so that a
+# write is readable as soon as it returns, as on one server (memstream reads right after
+# it writes: a data key just made, a memory just stored):
+# - distributed_foreground_insert: an insert into a Distributed table returns once the
+#   shards have the rows, not when they are queued on the initiator (ClickHouse ≥ 23.10;
+#   ``insert_distributed_sync`` before);
+# - load_balancing = in_order, prefer_localhost_replica = 0: every memstream process,
+#   whichever host it connects to, writes to and reads from the same replica of a shard
+#   (the first healthy one of ``remote_servers``), so a read never meets a replica that
+#   has not fetched the part yet while that replica is up; the others take over when it
+#   is down (then a read may briefly miss the last writes). Mutations wait for every
+#   replica themselves (``mutations_sync = 2``; lightweight DELETE by default).
+CLUSTER_SETTINGS = {
+    "distributed_foreground_insert": 1,
+    "load_balancing": "in_order",
+    "prefer_localhost_replica": 0,
+}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlparse
 
 import clickhouse_connect
 
-from schemas.ch_layout import CLUSTER_INSERT_SETTINGS, Layout
+from schemas.ch_layout import CLUSTER_SETTINGS, Layout
 from schemas.storage import (
     SCHEMA_VERSION,
     SETTINGS_TABLE,
@@ -156,7 +156,7 @@ class ClickHouseStore:
         self._password = password
         self._client: Any = None
         self._lock = threading.Lock()
-        self._settings = dict(CLUSTER_INSERT_SETTINGS) if cluster else None
+        self._settings = dict(CLUSTER_SETTINGS) if cluster else None  # sent with every call
 
     @property
     def embedded(self) -> bool:
@@ -247,12 +247,13 @@ class ClickHouseStore:
     def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple]:
         client = self._require()
         with self._lock:
-            return list(client.query(sql, parameters=parameters).result_rows)
+            result = client.query(sql, parameters=parameters, settings=self._settings)
+        return list(result.result_rows)
 
     def query_dicts(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict]:
         client = self._require()
         with self._lock:
-            result = client.query(sql, parameters=parameters)
+            result = client.query(sql, parameters=parameters, settings=self._settings)
         return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
 
     def query_readonly(
@@ -281,7 +282,7 @@ class ClickHouseStore:
         wrapped = f"SELECT * FROM ({body}) LIMIT {int(max_rows)} SETTINGS {settings}"
         client = self._require()
         with self._lock:
-            result = client.query(wrapped)
+            result = client.query(wrapped, settings=self._settings)
         return list(result.column_names), [tuple(r) for r in result.result_rows]
 
     def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:

@@ -44,6 +44,9 @@ class OneShardStore(ClickHouseStore):
         super().__init__("http://one-shard.invalid:8123", DB, cluster=CLUSTER)
         self._dir = directory
         self.sent: list[str] = []  # as memstream rendered it, before the one-host rewrite
+        # No TCP server runs: the one shard must be served in process (its local replica).
+        assert self._settings is not None
+        self._settings.pop("prefer_localhost_replica")
 
     def connect(self) -> None:
         conf = self._dir / "config.xml"
@@ -92,6 +95,9 @@ def main(directory: Path) -> dict[str, Any]:
         {"d": DB, "t": "memory_settings_local"},
     )[0][0]
     seen["schema_version"] = ch.schema_version()
+    seen["query_settings"] = ch.query(
+        "SELECT getSetting('load_balancing'), getSetting('distributed_foreground_insert')"
+    )
 
     # two versions of one memory, and another tenant's: FINAL through Distributed
     cols = ["tenant_id", "memory_id", "user_id", "content", "version"]

@@ -44,6 +44,8 @@ def test_setup_makes_local_tables_and_distributed_ones_under_the_query_names(see
         **{f"{t}_local": "ReplacingMergeTree" for t in TABLES},
     }
     assert seen["schema_version"] == 5
+    # every call carries the read-your-writes settings (schemas/ch_layout.CLUSTER_SETTINGS)
+    assert seen["query_settings"] == [["in_order", True]]
     ddl = [s for s in seen["sent"] if s.startswith(("CREATE", "ALTER", "DROP", "EXCHANGE"))]
     assert ddl and all(" ON CLUSTER one" in s for s in ddl)  # rendered for the cluster
 
