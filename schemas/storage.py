@@ -65,7 +65,10 @@ def settings_rebuild(db: str, cluster: str = "") -> list[str]:
     ``default``; the tables are swapped in one step, so a crash leaves the old or the new
     one. On a cluster the copy goes through a Distributed table with the same sharding
     key (every row returns to its shard) and the local tables are swapped ``ON
-    CLUSTER``; the Distributed ``memory_settings`` gains the column in ``settings_done``."""
+    CLUSTER``; the Distributed ``memory_settings`` gains the column in ``settings_done``.
+    (The swapped-in local table keeps its Keeper path, ``…/memory_settings_v5``; the old
+    one's path is freed when ``settings_done`` drops it. A cluster store starts at v5, so
+    this runs on a cluster only if one was made by hand in the v4 shape.)"""
     lay, new = Layout(db, cluster), f"{SETTINGS_TABLE}_v5"
     cols = "user_id, app_id, enabled, updated_at, version"
     return [
