@@ -152,6 +152,11 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         process_cmd,
     ):
         mod.add_parser(sub)
+    from memstream import mcp_server  # the client package: MCP tools over the HTTP API
+
+    mcp = sub.add_parser("mcp", help="an MCP server (stdio) over the HTTP API")
+    mcp_server.add_arguments(mcp)
+    mcp.set_defaults(func=mcp_server.run)
 
 
 def main(argv: list[str] | None = None) -> int:
