@@ -57,7 +57,10 @@ def build_server(client: AsyncClient, *, user_id: int | None = None, app_id: str
         finally:
             await client.aclose()
 
-    server = MCPServer("memstream", instructions=INSTRUCTIONS, lifespan=lifespan)
+    # WARNING: the SDK would log every HTTP request of the client at INFO on stderr
+    server = MCPServer(
+        "memstream", instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING"
+    )
 
     def user(given: int | None) -> int:
         found = given if given is not None else user_id
