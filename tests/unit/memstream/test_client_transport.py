@@ -164,3 +164,18 @@ def test_the_async_client_retries_the_same_way() -> None:
         "scope": {"app_id": "a"},
         "filter": {},
     }
+
+
+def test_the_client_package_imports_nothing_of_the_server() -> None:
+    """DESIGN §2's direction: ``memstream`` may use ``schemas`` only, so an agent can
+    install it without the server's stores and models."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, memstream, memstream.mcp_server; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'core', 'models', 'sinks', 'dataflows', 'recall_api', 'ops'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
