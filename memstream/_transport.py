@@ -7,8 +7,9 @@ request and ``answer_of`` reads the envelope (``data`` into the call's model, an
 
 Retries use tenacity (maintained; one policy object drives both ``Retrying`` and
 ``AsyncRetrying``, so sync and async retry alike). Retried: 429 (42910: the rate limiter
-refuses before anything runs, so always safe) and 503 (50301: a store or the broker did
-not answer) unless the call is not idempotent (starting an export). A write is made
+refuses before anything runs, so always safe), a connection that could not be made
+(nothing was sent) and 503 (50301: a store or the broker did not answer) unless the call
+is not idempotent (starting an export). A write is made
 idempotent by its ``request_id``, drawn once per call before the first attempt and sent
 with every retry: the API turns it into the add's task id or the command id, so a resend
 never writes twice (DESIGN §6, ``recall_api.commands``). Each wait is at least the
@@ -23,7 +24,7 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Generic, TypeVar
@@ -40,7 +41,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from memstream.errors import ApiError, ProtocolError, TaskPending, error_for
+from memstream.errors import ApiError, ProtocolError, TaskPending, TransportError, error_for
 from schemas.api import Envelope
 
 log = logging.getLogger("memstream.client")
@@ -79,7 +80,7 @@ class Call(Generic[T]):
     until: Callable[[T], bool] | None = None
     poll_s: float = 60.0
     poll_every_s: float = 0.2
-    check: Callable[[T], None] | None = field(default=None)
+    check: Callable[[T], None] | None = None  # may raise on a settled answer (a failed task)
 
 
 def new_request_id() -> str:
@@ -163,11 +164,13 @@ def retry_after_s(value: str | None) -> float | None:
 
 
 def _transient(call: Call) -> Callable[[BaseException], bool]:
-    """An answer worth sending again: 429 always, 503 if the call is idempotent. Judged
-    by the HTTP status of the answer, so a failed task's code (no answer of its own) is
-    never retried."""
+    """Worth sending again: a connection never made (nothing was sent), a 429 always, a
+    503 if the call is idempotent. Judged by the HTTP status of the answer, so a failed
+    task's code (no answer of its own) is never retried."""
 
     def worth(exc: BaseException) -> bool:
+        if isinstance(exc, TransportError):
+            return isinstance(exc.__cause__, httpx.ConnectError)
         if not isinstance(exc, ApiError):
             return False
         return exc.http_status == 429 or (exc.http_status == 503 and call.idempotent)
@@ -200,7 +203,8 @@ def _give_up(state: RetryCallState) -> Any:
     if outcome.failed:
         raise outcome.exception()  # type: ignore[misc]
     last = outcome.result()
-    raise TaskPending(getattr(last, "task_id", "?"), getattr(last, "status", "?"))
+    what = getattr(last, "task_id", None) or getattr(last, "export_id", "?")
+    raise TaskPending(what, getattr(last, "status", "?"))
 
 
 def _log_retry(state: RetryCallState) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 import httpx
 from tenacity import AsyncRetrying, Retrying
@@ -82,7 +82,7 @@ class _Endpoints:
             self._headers["Authorization"] = f"Bearer {api_key}"
 
     @classmethod
-    def from_env(cls, **kwargs: Any):
+    def from_env(cls, **kwargs: Any) -> Self:
         """``MEMSTREAM_API_URL`` (default ``http://127.0.0.1:8000``), ``MEMSTREAM_API_KEY``
         and ``MEMSTREAM_API_TLS_CA_FILE`` (the CA to trust for https)."""
         kwargs.setdefault("api_key", os.environ.get("MEMSTREAM_API_KEY") or None)
@@ -424,7 +424,7 @@ class Client(_Endpoints):
         try:
             resp = self._http.send(request_of(self._http, call, self._headers))
         except httpx.TransportError as exc:
-            raise TransportError(f"{call.method} {call.path}: {exc!r}") from exc
+            raise TransportError(f"{call.method} {call.path}: {exc!r}", call.request_id) from exc
         return answer_of(call, resp)
 
     def close(self) -> None:
@@ -463,7 +463,7 @@ class AsyncClient(_Endpoints):
         try:
             resp = await self._http.send(request_of(self._http, call, self._headers))
         except httpx.TransportError as exc:
-            raise TransportError(f"{call.method} {call.path}: {exc!r}") from exc
+            raise TransportError(f"{call.method} {call.path}: {exc!r}", call.request_id) from exc
         return answer_of(call, resp)
 
     async def aclose(self) -> None:

@@ -1,9 +1,9 @@
 """Exceptions of the memstream client, one per API error code.
 
     MemstreamError                  anything this client raises
-    ├── TransportError              the API could not be reached (httpx's error is the cause)
+    ├── TransportError              no answer (httpx's error is the cause; ``request_id``)
     ├── ProtocolError               the answer is not memstream's envelope (a proxy's page)
-    ├── TaskPending                 ``wait_task`` ran out of time; the task may still finish
+    ├── TaskPending                 ``wait_task``/``wait_export`` ran out of time (not failed)
     └── ApiError                    the API answered ``code`` != 0 (``code``, ``msg``,
         │                           ``trace_id``, ``request_id``, ``data``, ``http_status``)
         ├── BadRequest              40001
@@ -35,7 +35,12 @@ class MemstreamError(Exception):
 
 
 class TransportError(MemstreamError):
-    """The request did not get an answer (connection refused, reset, timed out)."""
+    """The request got no answer (connection refused, reset, timed out). A write may
+    still have landed: resend it with ``request_id`` and it is applied once."""
+
+    def __init__(self, msg: str, request_id: str | None = None):
+        super().__init__(msg)
+        self.request_id = request_id
 
 
 class ProtocolError(MemstreamError):
@@ -47,11 +52,11 @@ class ProtocolError(MemstreamError):
 
 
 class TaskPending(MemstreamError):
-    """``wait_task`` gave up while the add was still being processed."""
+    """A wait (``wait_task``, ``wait_export``) gave up while the work was still going on."""
 
     def __init__(self, task_id: str, status: str):
-        super().__init__(f"task {task_id} still {status} when the wait ran out")
-        self.task_id = task_id
+        super().__init__(f"{task_id} still {status} when the wait ran out")
+        self.task_id = task_id  # the task's (or the export's) id
         self.status = status
 
 

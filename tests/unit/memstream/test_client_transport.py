@@ -12,7 +12,7 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from memstream import AsyncClient, Client, RetryPolicy, TaskPending
+from memstream import AsyncClient, Client, RetryPolicy, TaskPending, TransportError
 from memstream._transport import Call, answer_of, body_of, retry_after_s
 from memstream.errors import ExtractionFailed, NotFound, ProtocolError, Unavailable
 from schemas.enums import Level
@@ -179,3 +179,22 @@ def test_the_client_package_imports_nothing_of_the_server() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_connection_never_made_is_retried_and_a_read_timeout_is_not() -> None:
+    calls: list[str] = []
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        if len(calls) == 1:
+            raise httpx.ConnectError("refused", request=request)
+        if len(calls) == 2:
+            return _answer(200, 0, {"user_id": 7, "enabled": True})
+        raise httpx.ReadTimeout("slow", request=request)
+
+    http = httpx.Client(base_url="http://api", transport=httpx.MockTransport(flaky))
+    with Client(http=http, retry=FAST) as memory:
+        assert memory.switch(7, True).enabled
+        with pytest.raises(TransportError) as slow:
+            memory.delete(7, "m1", request_id="r-del")
+    assert len(calls) == 3 and slow.value.request_id == "r-del"  # resend with it
