@@ -46,6 +46,7 @@ from schemas.api import Envelope
 
 log = logging.getLogger("memstream.client")
 T = TypeVar("T")
+V1 = "/memory/v1"
 ROUTE_HEADER = "X-Memstream-User"  # the body's user, for a balancer hashing on users
 USER_AGENT = "memstream-client/0.1"
 
@@ -235,3 +236,20 @@ def retry_options(policy: RetryPolicy, call: Call) -> dict[str, Any]:
         "retry_error_callback": _give_up,
         "before_sleep": _log_retry,
     }
+
+
+class Runner:
+    """What the endpoint classes build on: ``_run`` sends a call (each client has its
+    own), ``_write`` and ``_read`` describe the POSTs of ``/memory/v1``."""
+
+    def _run(self, call: Call) -> Any:  # pragma: no cover - each client has its own
+        raise NotImplementedError
+
+    def _write(self, path: str, model: type, request_id: str | None, **fields: Any) -> Any:
+        """A write: its idempotency key is fixed here, before the first attempt."""
+        rid = request_id or new_request_id()
+        body = body_of(**fields, request_id=rid)
+        return self._run(Call("POST", f"{V1}/{path}", body, model, request_id=rid))
+
+    def _read(self, path: str, model: type, **fields: Any) -> Any:
+        return self._run(Call("POST", f"{V1}/{path}", body_of(**fields), model))
