@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 KAFKA_LIB := ops/kafka/lib
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: up down status test lint deps venv redis kafka-jars clean-data help chart-check
+.PHONY: up down status test lint deps venv redis chromium kafka-jars clean-data help chart-check
 
 help:
 	@echo "make up      start Kafka, Redis and the node (API on 127.0.0.1:8000)"
@@ -32,7 +32,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-deps: redis kafka-jars
+deps: redis chromium kafka-jars
 
 venv: $(STAMP)
 
@@ -49,6 +49,13 @@ redis:
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
 	  $$SUDO systemctl disable --now redis-server >/dev/null 2>&1 || $$SUDO service redis-server stop >/dev/null 2>&1 || true; }
+
+# headless Chromium and its WebDriver, for the console test (tests/e2e/test_console.py)
+chromium:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  echo "installing chromium and chromium-driver (apt) ..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
 kafka-jars: $(KAFKA_LIB)/.complete
 

@@ -11,7 +11,7 @@ from core.settings import Settings
 from recall_api import export, health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
-from recall_api.routes import add, admin, manage, privacy, recall, session
+from recall_api.routes import add, admin, console, manage, privacy, recall, session
 from recall_api.services import Services
 from sinks.stores import Stores
 
@@ -52,4 +52,5 @@ def create_app(settings: Settings, stores: Stores, services: Services | None = N
         app.include_router(recall.router)
         for router in (manage.router, privacy.router, session.router):
             app.include_router(router)
+        app.include_router(console.router)  # the web console's page (no data) and whoami
     return app

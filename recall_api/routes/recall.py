@@ -1,5 +1,6 @@
 """``POST /memory/v1/recall`` — the request of the design document's chapter 5, plus
-``scope.session_id`` and ``as_of``. The orchestration lives in ``recall_api.recall``.
+``scope.session_id``, ``as_of`` and ``record_hit`` (false: the recall is not counted as a
+hit, for inspection). The orchestration lives in ``recall_api.recall``.
 
 Codes: 0 (``hit`` false when nothing passed the threshold), 40001 bad parameter,
 40301 the user's memory is switched off (data ``{hit: false, memories: []}``; an app
@@ -66,6 +67,9 @@ class RecallRequest(_Strict):
     include_archived: bool = False
     timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
     as_of: datetime | None = None
+    # false: an inspection (the console's playground), not a use: no recall-hit event,
+    # so no weight recovery and no last_recalled_at change; the ranking is the same
+    record_hit: bool = True
 
     @field_validator("as_of")
     @classmethod
@@ -116,8 +120,8 @@ async def recall(
     s = svc.settings
     hits = await recaller.recall(body.params(s.default_top_k, s.recall_timeout_ms, caller.tenant))
     items = [item(record, ranked) for record, ranked in hits]
-    # off this thread
-    recaller.hits.submit(body.user_id, [i["memory_id"] for i in items], caller.tenant)
+    if body.record_hit:  # off this thread
+        recaller.hits.submit(body.user_id, [i["memory_id"] for i in items], caller.tenant)
     return envelope(ErrorCode.OK, "ok", {"hit": bool(items), "memories": items})
 
 

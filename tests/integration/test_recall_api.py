@@ -217,6 +217,27 @@ def test_recall_hit_event_is_published(api, runtime, stores, user_id):
     assert found is not None and found["memory_ids"] == [mem.memory_id] and found["at"]
 
 
+def test_a_recall_with_record_hit_false_publishes_no_hit(api, runtime, stores, user_id):
+    cello, teal = seed(
+        runtime, record(user_id, "I play the cello"), record(user_id, "My favourite colour is teal")
+    )
+    looked = recall(api, user_id, "which instrument do I play", top_k=1, record_hit=False)
+    assert ids(looked) == [cello.memory_id]
+    assert ids(recall(api, user_id, "favourite colour", top_k=1)) == [teal.memory_id]
+    # one publishing thread, one partition per user: had the first recall published a hit,
+    # it would come before the second one's
+    topic = stores.kafka.topic(TOPIC_RECALL_HITS)
+    consumer = Consumer({"bootstrap.servers": stores.kafka.bootstrap, "group.id": f"n{user_id}"})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(2)])
+    first, deadline = None, time.monotonic() + 20
+    while first is None and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error() and msg.key() == str(user_id).encode():
+            first = json.loads(msg.value())
+    consumer.close()
+    assert first is not None and first["memory_ids"] == [teal.memory_id], first
+
+
 def test_milvus_hanging_answers_50401_in_time_and_opens_the_breaker(
     api, runtime, user_id, monkeypatch
 ):
