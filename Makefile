@@ -50,7 +50,7 @@ redis:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
 	  $$SUDO systemctl disable --now redis-server >/dev/null 2>&1 || $$SUDO service redis-server stop >/dev/null 2>&1 || true; }
 
-# headless Chromium and its WebDriver, for the console test (tests/e2e/test_console.py)
+# headless Chromium and its WebDriver, for the console test (tests/integration/test_console.py)
 chromium:
 	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
 	  echo "installing chromium and chromium-driver (apt) ..."; \

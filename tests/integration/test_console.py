@@ -145,7 +145,7 @@ def browser() -> Iterator:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1500,1100", "--force-device-scale-factor=1"):  # fmt: skip
+                "--window-size=1600,1100", "--force-device-scale-factor=1"):  # fmt: skip
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
@@ -329,15 +329,12 @@ def test_look_up_recall_history_and_change_log(
     browser.find_element("css selector", '#cl-ops input[value="UPDATE"]').click()
     _click(browser, "show-changelog")
     wait_for(
-        lambda: (
-            {r.get_attribute("data-op") for r in _all(browser, "#changelog tr.change")}
-            == {"UPDATE"}
-        ),
+        lambda: set(_attrs(browser, "#changelog tr.change", "data-op")) == {"UPDATE"},
         what="the UPDATE-only change log",
     )
     assert "jasmine" in _text(browser, "#changelog")
     updates = len(_all(browser, "#changelog tr.change"))
-    assert _text(browser, "#changelog-summary") == f"{updates} changes match"
+    assert _text(browser, "#changelog-summary") == f"matching changes: {updates}"
 
     # no script or style was refused by the page's own Content-Security-Policy
     logs = [e["message"] for e in browser.get_log("browser")]
@@ -369,8 +366,12 @@ def _screenshot(browser, path: Path) -> None:
     """The whole page (not just the window) as a PNG."""
     import base64
 
+    browser.execute_script("window.scrollTo(0, 0)")
     height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(1500, min(max(1100, height + 40), 4000))
-    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
+    width = browser.execute_script("return document.documentElement.clientWidth")
+    clip = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
+    shot = browser.execute_cdp_cmd(
+        "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip}
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
