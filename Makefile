@@ -25,14 +25,14 @@ down:
 status:
 	@$(VENV)/bin/memstream status
 
-test: deps venv
+test: deps chromium venv
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-deps: redis chromium kafka-jars
+deps: redis kafka-jars
 
 venv: $(STAMP)
 

@@ -1,7 +1,7 @@
 """The web console (``GET /console``) in a real headless Chromium against the real stack.
 
 Why Selenium: it is the WebDriver project's own Python binding, and Debian ships a
-``chromium-driver`` built from the same source as its ``chromium`` (``make deps``
+``chromium-driver`` built from the same source as its ``chromium`` (``make test``
 installs both), so the driver always matches the browser and nothing is downloaded at
 run time (the driver path is given, so Selenium Manager is never asked for one).
 Playwright would bring a ~100 MB Node driver tied to its own browser builds; a
@@ -138,7 +138,7 @@ def user_id_module() -> int:
 @pytest.fixture(scope="module")
 def browser() -> Iterator:
     if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("chromium or chromedriver is not installed (`make deps` installs both)")
+        pytest.skip("chromium or chromedriver is not installed (`make test` installs both)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
