@@ -76,7 +76,13 @@ def listed_ids(data: dict) -> set[str]:
 
 
 def recall(http, keys, who: str, user_id: int, **extra) -> list[dict]:
-    body = {"user_id": user_id, "query": "which tea do I like", "min_relevance": 0}
+    # the default 500 ms deadline is the API's; a loaded CI machine must not turn it into 50401
+    body = {
+        "user_id": user_id,
+        "query": "which tea do I like",
+        "min_relevance": 0,
+        "timeout_ms": 5000,
+    }
     body |= {"scope": {"app_id": "appA"}, **extra}
     return ok(call(http, keys, who, "/memory/v1/recall", body))["memories"]
 
@@ -207,7 +213,7 @@ def test_switches_and_tasks_are_per_tenant(http, keys, user_id):
     m1 = write(http, keys, "t1_app", user_id, T1_TEA)  # t1's user is not switched off
     assert [m["memory_id"] for m in recall(http, keys, "t1_app", user_id)] == [m1]
     assert call(http, keys, "t2_app", "/memory/v1/recall",
-                {"user_id": user_id, "query": "tea"})["code"] == 40301  # fmt: skip
+                {"user_id": user_id, "query": "tea", "timeout_ms": 5000})["code"] == 40301  # fmt: skip
     ok(call(http, keys, "t2_admin", "/memory/v1/switch", {"user_id": user_id, "enabled": True}))
 
     # the same request id in two tenants: two tasks, each visible to its tenant only
