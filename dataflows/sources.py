@@ -17,19 +17,37 @@ from typing import Any
 
 from bytewax.connectors.kafka import KafkaSource
 from bytewax.inputs import StatefulSourcePartition
+from confluent_kafka import OFFSET_END
 
+from core.metrics import FlowMetrics
+from dataflows.lag import LAG, Position
 from sinks.kafka import wait_for_topics
 
 
 class _StoppablePartition(StatefulSourcePartition):
-    def __init__(self, inner: StatefulSourcePartition, stop: threading.Event):
+    def __init__(
+        self,
+        inner: StatefulSourcePartition,
+        stop: threading.Event,
+        position: Position | None = None,
+        flow: FlowMetrics | None = None,
+    ):
         self._inner = inner
         self._stop = stop
+        self._position = position
+        self._flow = flow
 
     def next_batch(self) -> list[Any]:
         if self._stop.is_set():
             raise StopIteration()
-        return self._inner.next_batch()
+        batch = self._inner.next_batch()
+        if batch:
+            if self._position is not None:
+                self._position.next = self._inner.snapshot()  # the next offset to read
+            if self._flow is not None:
+                self._flow.read.inc(len(batch))
+                self._flow.batch_in.observe(len(batch))
+        return batch
 
     def next_awake(self):  # type: ignore[no-untyped-def]
         return self._inner.next_awake()
@@ -63,4 +81,11 @@ class StoppableKafkaSource(KafkaSource):
         return super().list_parts()
 
     def build_part(self, step_id: str, for_part: str, resume_state: Any) -> _StoppablePartition:
-        return _StoppablePartition(super().build_part(step_id, for_part, resume_state), self.stop)
+        inner = super().build_part(step_id, for_part, resume_state)
+        flow = step_id.split(".", 1)[0]  # "<flow id>.<step>"
+        idx, _, topic = for_part.partition("-")  # Bytewax names a partition "<index>-<topic>"
+        start = inner.snapshot()
+        position = LAG.track(
+            flow, self._ready_config, topic, int(idx), start if start is not None else OFFSET_END
+        )
+        return _StoppablePartition(inner, self.stop, position, FlowMetrics(flow))

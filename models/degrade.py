@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from core import metrics
 from core.logs import log_fields
 from models.errors import ModelError
 from models.llm.base import LLM, SimilarLike
@@ -27,8 +28,10 @@ def decide_or_degrade(llm: LLM, fact: str | Fact, similar: Sequence[SimilarLike]
     configuration): writes must go on, and the reason is kept for whoever looks later.
     """
     try:
-        return DecisionResult(decisions=llm.decide(fact, similar))
+        with metrics.llm_call(llm, "decide"):
+            return DecisionResult(decisions=llm.decide(fact, similar))
     except ModelError as exc:
+        metrics.DEGRADED_DECIDE.inc()
         reason = f"{type(exc).__name__}: {exc}"
         log.warning(
             "evolution degraded to append",

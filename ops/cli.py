@@ -2,8 +2,10 @@
 
 Sub-commands: up, down, status, config show|set|get|unset, node (foreground), api and dataflow
 (the node's parts alone, on server stores), sql, extract, bench, lifecycle,
-import/export, reembed.
-Each prints what it did in plain words and exits non-zero with a reason on failure.
+import/export, reembed, tail.
+Each prints what it did in plain words. Exit codes: 0 done, 1 failed (the reason on
+stderr), 2 a usage or configuration error (argparse's code; a bad setting too), 130
+interrupted (``tail`` ends on Ctrl-C with 0: following is all it does).
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         process_cmd,
         reembed_cmd,
         sql_cmd,
+        tail_cmd,
         transfer_cmd,
     )
 
@@ -150,6 +153,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         reembed_cmd,
         keys_cmd,
         process_cmd,
+        tail_cmd,
     ):
         mod.add_parser(sub)
     from memstream import mcp_server  # the client package: MCP tools over the HTTP API

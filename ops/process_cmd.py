@@ -139,6 +139,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="partitions of the whole cluster, made on first start (default processes x workers)",
     )
     df.add_argument("--no-recovery", action="store_true", help="run without snapshots")
+    df.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus /metrics on this port (default: not served)",
+    )
+    df.add_argument(
+        "--metrics-host", default="127.0.0.1", help="address of --metrics-port (default loopback)"
+    )
     df.add_argument("-s", "--snapshot-interval", type=float, default=2.0, help="seconds")
     df.add_argument(
         "-b", "--backup-interval", type=float, default=0.0, help="seconds to keep old snapshots"
@@ -165,9 +174,17 @@ def run_dataflow(args: argparse.Namespace) -> int:
     try:
         require_servers(settings)
         plan = plan_from_args(args, settings)
+        if args.metrics_port is not None and not 0 < args.metrics_port < 65536:
+            raise ValueError(f"--metrics-port {args.metrics_port}: not a port (1..65535)")
     except (SettingsError, ValueError) as exc:
         print(f"{who}: {exc}", file=sys.stderr)
         return 2
+    if args.metrics_port is not None:
+        try:
+            serve_metrics(args.metrics_host, args.metrics_port)
+        except OSError as exc:
+            print(f"{who}: --metrics-port {args.metrics_port}: {exc}", file=sys.stderr)
+            return 1
     from sinks.errors import ModelMismatch
 
     try:
@@ -175,6 +192,16 @@ def run_dataflow(args: argparse.Namespace) -> int:
     except ModelMismatch as exc:  # another embedding model made the store's vectors
         print(f"{who}: {exc}", file=sys.stderr)
         return 2
+
+
+def serve_metrics(host: str, port: int) -> None:
+    """``GET /metrics`` of this process (the flow's families, its consumer lag included)
+    on a daemon thread of prometheus-client; OSError when the port cannot be bound."""
+    from prometheus_client import start_http_server
+
+    import dataflows.lag  # noqa: F401  (registers the consumer-lag collector)
+
+    start_http_server(port, addr=host)
 
 
 def _run(plan: FlowPlan, settings: Settings) -> int:

@@ -39,8 +39,9 @@ def create_app(settings: Settings, stores: Stores, services: Services | None = N
             trace_id_var.reset(token)
         route = request.scope.get("route")
         path = getattr(route, "path", "unmatched")
-        LATENCY.labels(path).observe(time.perf_counter() - started)
-        REQUESTS.labels(path, str(response.status_code)).inc()
+        code = str(response.status_code)
+        LATENCY.labels(path, code).observe(time.perf_counter() - started)
+        REQUESTS.labels(path, code).inc()
         response.headers["x-trace-id"] = trace_id
         return response
 

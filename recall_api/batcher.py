@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from core import metrics
+
 
 class QueryBatcher:
     def __init__(
@@ -52,7 +54,9 @@ class QueryBatcher:
             if hit is not None:
                 self._cache.move_to_end(text)
                 self.cache_hits += 1
+                metrics.QUERY_CACHE_HIT.inc()
                 return hit
+        metrics.QUERY_CACHE_MISS.inc()
         fut: Future[np.ndarray] = Future()
         self._queue.put((text, fut))
         return fut.result(timeout)

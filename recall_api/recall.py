@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from core import record_codec
+from core import metrics, record_codec
 from core.calibration import REFERENCE, background, calibration_for, latin_share
 from core.ranking import Candidate, Ranked, overfetch_for, rank_with
 from core.scope import RecallPredicate, ScopeError, ScopeRequest, resolve_scope
@@ -95,6 +95,8 @@ class Recaller:
     def __init__(self, svc: Services, breaker: CircuitBreaker | None = None, workers: int = 8):
         self.svc = svc
         self.breaker = breaker or CircuitBreaker()
+        breaker_now = self.breaker
+        metrics.BREAKER_STATE.set_function(lambda: metrics.BREAKER_CODES[breaker_now.state])
         self.batcher = QueryBatcher(svc.embedder, cache_size=svc.settings.embedding_cache_size)
         self.cold = ColdRecords(svc.memories, svc.settings.hot_cache_budget_mb * 1024 * 1024 // 4)
         svc.memories.subscribe(self.cold.apply)
@@ -193,19 +195,26 @@ class Recaller:
             return []
         s = self.svc.settings.for_app(p.scope.app_id)
         qvec = None
+        t0 = time.perf_counter()
         if s.recall_fusion != "lexical":
             try:
                 qvec = self.batcher.embed(p.query, timeout=max(call.remaining(), 0.0))
             except TimeoutError:
                 raise RecallTimeout("query embedding did not finish in time") from None
             call.check()
+        t1 = time.perf_counter()
         limit = overfetch_for(p.top_k, s)
         if p.scope.include_archived or p.scope.as_of is not None:
             gathered = self._cold(p, s, pred, qvec, limit, call)
         else:
             gathered = self._hot(p, s, pred, qvec, limit, call, loaded)
         call.check()
-        return self._rank(p, s, qvec, *gathered)
+        t2 = time.perf_counter()
+        ranked = self._rank(p, s, qvec, *gathered)
+        metrics.STAGE_EMBED.observe(t1 - t0)
+        metrics.STAGE_SEARCH.observe(t2 - t1)
+        metrics.STAGE_RANK.observe(time.perf_counter() - t2)
+        return ranked
 
     def _hot(
         self,

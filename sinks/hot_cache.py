@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
-from core import record_codec
+from core import metrics, record_codec
 from core.lexical import term_counts
 from core.settings import Settings
 from core.user_index import UserIndex
@@ -105,6 +105,7 @@ class HotCache:
         idx = self._peek(UserKey(tenant, user_id))
         if idx is not None:
             self.hits += 1
+            metrics.HOT_HIT.inc()
         return idx
 
     def _peek(self, key: UserKey) -> UserIndex | None:
@@ -120,6 +121,7 @@ class HotCache:
         idx = self._peek(key)
         if idx is not None:
             self.hits += 1
+            metrics.HOT_HIT.inc()
             return idx
         with self._lock:
             loader = self._loading.setdefault(key, threading.Lock())
@@ -127,6 +129,7 @@ class HotCache:
             idx = self._peek(key)
             if idx is None:
                 self.misses += 1
+                metrics.HOT_MISS.inc()
                 started = time.perf_counter()  # the wait for a slot counts: a reader waits
                 with self._load_slots:
                     idx = self._load_many([key])[key]
@@ -154,9 +157,11 @@ class HotCache:
         snaps, gens = self.snapshots.read(keys) if self.snapshots is not None else ({}, {})
         out = {k: self._from_snapshot(k, snap) for k, snap in snaps.items()}
         self.snapshot_loads += len(out)
+        metrics.HOT_LOAD_SNAPSHOT.inc(len(out))
         missing = [k.user_id for k in keys if k not in out]
         if missing:
             loaded, terms = self._from_stores(tenant, missing)
+            metrics.HOT_LOAD_STORES.inc(len(loaded))
             if self.snapshots is not None:
                 for key, idx in loaded.items():
                     self.snapshots.save(key, gens.get(key), idx, terms)
@@ -230,6 +235,7 @@ class HotCache:
         while total > self.budget and self._users:
             _, dropped = self._users.popitem(last=False)
             total -= dropped.nbytes
+            metrics.HOT_EVICTIONS.inc()
 
     def clear(self) -> None:
         """Forget every user (they reload from the stores on next touch)."""

@@ -25,6 +25,7 @@ from datetime import datetime
 
 import numpy as np
 
+from core import metrics
 from core.capacity import Counters, delta_for
 from core.consolidation import (
     admission_needs,
@@ -89,6 +90,8 @@ def consolidate(
     ):
         merged = merged_record(members, cluster.memory_id, text, now, rt.settings)
         out.append(_apply(idx, counters, merged, members, how, vector, batch, now, cause))
+        metrics.CONSOLIDATIONS.inc()
+        metrics.CONSOLIDATED_MEMBERS.inc(len(members))
     log.info(
         "consolidated",
         extra=log_fields(
@@ -103,8 +106,10 @@ def _text(rt: Runtime, members: list[MemoryRecord]) -> tuple[str, str]:
     texts = [m.content for m in members]
     bound = rt.settings.consolidation_max_chars
     try:
-        text = rt.llm.summarize(texts, bound).strip()
+        with metrics.llm_call(rt.llm, "summarize"):
+            text = rt.llm.summarize(texts, bound).strip()
     except ModelError as exc:
+        metrics.DEGRADED_SUMMARIZE.inc()
         log.warning("summary degraded to a join", extra=log_fields(error=type(exc).__name__))
         return bounded_join(texts, bound), f"joined ({type(exc).__name__}: {str(exc)[:120]})"
     joined = bounded_join(texts, bound)

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 
+from core import metrics
 from core.hashing import memory_id_for
 from dataflows.ingest.items import Extracted, FactItem, Rejected, TurnBatch
 from models.errors import ModelError
@@ -36,7 +37,8 @@ def extract(
         owners.extend((inc, pos) for pos in range(len(inc.event.messages)))
     today = conversation_date(messages, today_fn)
     try:
-        facts = llm.extract_facts(messages, first.ownership, first.strategy, today)
+        with metrics.llm_call(llm, "extract"):
+            facts = llm.extract_facts(messages, first.ownership, first.strategy, today)
     except ModelError as exc:
         reason = f"extraction failed: {type(exc).__name__}: {exc}"
         out.failures = [

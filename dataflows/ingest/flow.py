@@ -60,7 +60,9 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
         return [x for x in (i.open(keys) for i in items) if x is not None]
 
     def parse(msg: KafkaSourceMessage):
-        origin = Origin(msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value)
+        origin = Origin(
+            msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value, _ts_s(msg)
+        )
         if msg.topic == commands_topic:
             return parse_command(origin, rt.settings, rt.memories.cipher)
         return parse_conversation(origin, rt.settings, rt.memories.cipher)
@@ -113,8 +115,12 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
 
     def write(state, item):
         if isinstance(item, IncomingCommand):
-            return None, apply_command(writer, item)
-        return None, writer.apply_extracted(item)
+            out = apply_command(writer, item)
+            out.event_s.append(item.source.ts_s)
+        else:
+            out = writer.apply_extracted(item)
+            out.event_s.extend(i.source.ts_s for i in item.tasks)
+        return None, out
 
     flow = Dataflow(flow_id)
     raw = op.input("in", flow, source or kafka_source(rt))  # KafkaSourceMessage
@@ -151,6 +157,12 @@ def failed_task(bad: Rejected) -> list[TaskResult]:
             tenant_id=bad.tenant_id,
         )
     ]
+
+
+def _ts_s(msg: KafkaSourceMessage) -> float:
+    """The message's Kafka timestamp in epoch seconds (0.0 when it has none)."""
+    kind, ms = msg.timestamp if msg.timestamp else (0, 0)
+    return ms / 1000.0 if kind and ms > 0 else 0.0
 
 
 def _key_user(key: bytes | None) -> int | None:

@@ -23,6 +23,7 @@ class Source:
     offset: int
     key: bytes | None
     value: bytes | None
+    ts_s: float = 0.0  # the Kafka timestamp, epoch seconds (0: none), for freshness
 
 
 @dataclass(frozen=True)
@@ -83,3 +84,4 @@ class Applied:
     results: list[TaskResult] = field(default_factory=list)
     command_results: list[tuple[str, dict]] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
+    event_s: list[float] = field(default_factory=list)  # the inputs' event times (Source.ts_s)

@@ -13,6 +13,7 @@ from typing import Any
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from confluent_kafka import KafkaException
 
+from core import metrics
 from dataflows.ingest.items import Applied, Rejected
 from dataflows.runtime import Runtime
 from schemas.commands import result_key
@@ -111,6 +112,13 @@ class _Partition(StatelessSinkPartition[Applied]):
         self.rt.memories.write(merged.batch)
         send_to_dlq(self.rt, merged.rejected)
         self.rt.tasks.finish(merged.results)
+        m = metrics.INGEST  # durable now: count what this write made so
+        m.batch_sink.observe(len(items))
+        m.dlq.inc(len(merged.rejected))
+        m.failed.inc(sum(1 for r in merged.results if r.failed))
+        for a in items:
+            m.out.inc(len(a.event_s))
+            m.fresh_since(a.event_s)
         if merged.command_results:
             pipe = self.rt.stores.redis.client.pipeline()
             for result_id, result in merged.command_results:

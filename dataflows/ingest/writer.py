@@ -24,6 +24,7 @@ from datetime import UTC, date, datetime, time
 
 import numpy as np
 
+from core import metrics
 from core.capacity import (
     Counters,
     EvictionCandidate,
@@ -460,6 +461,9 @@ class Writer:
             idx.remove(old.memory_id)
             counters.apply(ev.counter_delta)
             r.evicted += 1
+            (
+                metrics.EVICTED_ARCHIVED if status is Status.ARCHIVED else metrics.EVICTED_DELETED
+            ).inc()
         return True
 
     def _embed(self, text: str) -> np.ndarray:

@@ -28,6 +28,7 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
+from core import metrics
 from core.hashing import change_id_for
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.items import Applied, IncomingCommand
@@ -124,6 +125,7 @@ def apply_lifecycle(writer: Writer, item: IncomingCommand, _wall: datetime) -> A
             if planned is None:
                 continue
             done[planned.action.value].append(rec.memory_id)
+            metrics.LIFECYCLE_BY_ACTION[planned.action.value].inc()
             if planned.action.archives:
                 new = archived(rec, planned, now)
                 batch.memories.append(new)

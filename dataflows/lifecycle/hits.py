@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import UTC
+from datetime import UTC, datetime
 
 from bytewax.connectors.kafka import KafkaSourceMessage
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from pydantic import ValidationError
 
+from core import metrics
 from dataflows.ingest.items import Rejected, Source
 from dataflows.ingest.sink import send_to_dlq
 from dataflows.lifecycle.commands import recall_hits_command
@@ -51,6 +52,17 @@ def window_command(user_window: tuple[str, list[RecallHits]]) -> Command | None:
     return recall_hits_command(user, counts, at.astimezone(UTC), reply=False)
 
 
+def _hit_time(cmd: Command) -> float:
+    """The latest hit time a ``recall_hits`` command carries, epoch seconds (0: none)."""
+    at = cmd.payload.get("at")
+    if isinstance(at, datetime):
+        return at.timestamp()
+    try:
+        return datetime.fromisoformat(at).timestamp() if isinstance(at, str) else 0.0
+    except ValueError:
+        return 0.0
+
+
 class _Commands(StatelessSinkPartition[Command]):
     def __init__(self, rt: Runtime):
         self.rt = rt
@@ -62,6 +74,10 @@ class _Commands(StatelessSinkPartition[Command]):
                 bus.topic(TOPIC_COMMANDS), str(cmd.user_id), cmd.model_dump(mode="json")
             )
         bus.flush(10)
+        m = metrics.LIFECYCLE  # on memory.commands now: durable for this flow
+        m.batch_sink.observe(len(items))
+        m.out.inc(len(items))
+        m.fresh_since([_hit_time(cmd) for cmd in items])
 
 
 class CommandSink(DynamicSink[Command]):
@@ -78,6 +94,8 @@ class _Dlq(StatelessSinkPartition[Rejected]):
 
     def write_batch(self, items: list[Rejected]) -> None:
         send_to_dlq(self.rt, items)
+        metrics.LIFECYCLE.failed.inc(len(items))
+        metrics.LIFECYCLE.dlq.inc(len(items))
 
 
 class DlqSink(DynamicSink[Rejected]):
