@@ -110,7 +110,11 @@ class ConsumerLag(Collector):
             admin = self._admins.get(config)
             if admin is None:
                 admin = self._admins[config] = AdminClient(
-                    {**dict(config), "socket.timeout.ms": str(int(TIMEOUT_S * 1000))}
+                    {
+                        **dict(config),
+                        "socket.timeout.ms": str(int(TIMEOUT_S * 1000)),
+                        "logger": log,  # librdkafka's reconnect lines go to logging, not stderr
+                    }
                 )
             return admin
 

@@ -86,8 +86,9 @@ class PrivateNode:
 
 
 @contextlib.contextmanager
-def private_node(tmp_path: Path) -> Iterator[PrivateNode]:
-    """Kafka, Redis and a node of their own; every process is stopped on the way out."""
+def private_node(tmp_path: Path, extra_env: dict[str, str] | None = None) -> Iterator[PrivateNode]:
+    """Kafka, Redis and a node of their own (``extra_env``: more MEMSTREAM_* settings);
+    every process is stopped on the way out."""
     data_dir = tmp_path / "stack"
     bootstrap = f"127.0.0.1:{free_port()}"
     controller_port = free_port()
@@ -100,6 +101,7 @@ def private_node(tmp_path: Path) -> Iterator[PrivateNode]:
         "MEMSTREAM_KAFKA_PARTITIONS": "2",
         "MEMSTREAM_REDIS_URL": redis_url,
         "MEMSTREAM_LOG_LEVEL": "WARNING",
+        **(extra_env or {}),
     }
     http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
     try:
