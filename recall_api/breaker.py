@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from core import metrics
+
 
 class RecallTimeout(Exception):
     """The deadline passed, a store failed, or the breaker is open: answered as 50401."""
@@ -99,6 +101,11 @@ class CircuitBreaker:
         with self._lock:
             self._advance()
             return self._state
+
+    def export_state(self) -> None:
+        """Make ``memstream_recall_breaker_state`` read this breaker when scraped (0 closed,
+        1 half-open, 2 open): the gauge asks ``state``, so a cool-down shows on time."""
+        metrics.BREAKER_STATE.set_function(lambda: metrics.BREAKER_CODES[self.state])
 
     def allow(self) -> bool:
         """True when a store call may start now (in half-open: only the one probe)."""

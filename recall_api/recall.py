@@ -95,8 +95,7 @@ class Recaller:
     def __init__(self, svc: Services, breaker: CircuitBreaker | None = None, workers: int = 8):
         self.svc = svc
         self.breaker = breaker or CircuitBreaker()
-        breaker_now = self.breaker
-        metrics.BREAKER_STATE.set_function(lambda: metrics.BREAKER_CODES[breaker_now.state])
+        self.breaker.export_state()  # memstream_recall_breaker_state reads this one
         self.batcher = QueryBatcher(svc.embedder, cache_size=svc.settings.embedding_cache_size)
         self.cold = ColdRecords(svc.memories, svc.settings.hot_cache_budget_mb * 1024 * 1024 // 4)
         svc.memories.subscribe(self.cold.apply)

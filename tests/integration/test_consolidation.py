@@ -270,6 +270,7 @@ def test_with_an_llm_the_merged_text_is_its_summary_and_a_failing_model_joins(
             for i, t in enumerate(texts)
         ),
     )
+    counted = _llm_counts()
     with scripted_server() as script:
         llm = OpenAILLM(script.url, model="scripted", timeout_s=5, max_retries=0, backoff_s=0)
         few = small.settings.model_copy(update={"consolidation_max_cluster": 3})
@@ -285,3 +286,27 @@ def test_with_an_llm_the_merged_text_is_its_summary_and_a_failing_model_joins(
     for m in merged:
         if m is not summarized[0]:
             assert "joined (LLMUnavailable" in merges[m.memory_id] and "; " in m.content
+    # /metrics: one summary made, every other merge a failed call degraded to a join
+    moved = {k: v - counted[k] for k, v in _llm_counts().items()}
+    assert moved["consolidations"] == len(merged)
+    stored = small.memories.load(user_id, tenant="default")
+    assert moved["members"] == sum(1 for m in stored if m.status is Status.SUPERSEDED)
+    assert moved["ok"] == 1 and moved["error"] == moved["degraded"] == len(merged) - 1
+    assert moved["unavailable"] == len(merged) - 1
+
+
+def _llm_counts() -> dict[str, float]:
+    from prometheus_client import REGISTRY
+
+    def get(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    call = {"provider": "openai", "task": "summarize"}
+    return {
+        "consolidations": get("memstream_consolidations_total"),
+        "members": get("memstream_consolidated_members_total"),
+        "ok": get("memstream_llm_calls_total", **call, outcome="ok"),
+        "error": get("memstream_llm_calls_total", **call, outcome="error"),
+        "unavailable": get("memstream_llm_errors_total", **call, error="LLMUnavailable"),
+        "degraded": get("memstream_llm_degraded_total", task="summarize"),
+    }

@@ -74,8 +74,24 @@ def test_never_over_budget_and_a_reloaded_user_ranks_as_a_hot_one(
         budget_kb * 1024,
         snapshots=runtime.cache.snapshots if snapshots else None,
     )
+    loads, evictions = _counted()
     for i in order:
         u = ids[i]
         assert_same(_answers(cache, u, qvecs), answers[u])
         held = sum(idx.nbytes for idx in cache._users.values())
         assert held <= cache.budget
+    # /metrics: every user this cache loaded is held or was evicted by the budget
+    loads_now, evictions_now = _counted()
+    loaded, evicted = loads_now - loads, evictions_now - evictions
+    assert loaded == evicted + len(cache) and loaded >= len(set(order))
+
+
+def _counted() -> tuple[float, float]:
+    """memstream_hot_cache_loads_total (both sources) and _evictions_total, now."""
+    from prometheus_client import REGISTRY
+
+    get = REGISTRY.get_sample_value
+    loads = sum(
+        get("memstream_hot_cache_loads_total", {"source": s}) or 0 for s in ("snapshot", "stores")
+    )
+    return loads, get("memstream_hot_cache_evictions_total") or 0.0
