@@ -8,6 +8,8 @@ for several processes), with recovery on a durable directory, until SIGTERM (the
 sources end after the batch in flight) or a failure (exit 1: the supervisor restarts it
 and recovery resumes it from the last snapshot). The lifecycle process also runs the
 periodic passes, on process 0 only, so a cluster of N processes does not run N passes.
+``--metrics-port`` serves the process's Prometheus ``/metrics`` (its flow's families and
+consumer lag; README "Metrics") on loopback unless ``--metrics-host`` says otherwise.
 
 Each refuses to start on an embedded store (chDB data dir, Milvus Lite file): those
 allow one process per data dir, so a second process either fails on the lock or, in a
