@@ -12,6 +12,7 @@ time by ``dataflows.lag`` (a collector), not counted.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -141,11 +142,27 @@ DEGRADED_DECIDE = LLM_DEGRADED.labels("decide")
 DEGRADED_SUMMARIZE = LLM_DEGRADED.labels("summarize")
 
 
+_PROVIDERS: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+
+
+def _provider(llm: object) -> str:
+    """``llm.name`` up to ``:``, worked out once per LLM object (``name`` may format)."""
+    try:
+        return _PROVIDERS[llm]
+    except (KeyError, TypeError):  # TypeError: an object that takes no weak reference
+        provider = str(getattr(llm, "name", type(llm).__name__)).split(":", 1)[0]
+        try:
+            _PROVIDERS[llm] = provider
+        except TypeError:
+            pass
+        return provider
+
+
 @contextmanager
 def llm_call(llm: object, task: str) -> Iterator[None]:
     """Count and time one call of ``llm`` (``extract``, ``decide``, ``summarize``); the
     provider is its name up to ``:`` (``openai:gpt-4o`` counts as ``openai``)."""
-    provider = str(getattr(llm, "name", type(llm).__name__)).split(":", 1)[0]
+    provider = _provider(llm)
     started = time.perf_counter()
     try:
         yield
