@@ -44,6 +44,20 @@ def _families() -> dict[str, tuple[str, set[str]]]:
     return out
 
 
+def _balanced(expr: str) -> bool:
+    """(), {} and [] nest properly outside quoted strings (PromQL's own brackets)."""
+    stack, quoted = [], False
+    pairs = {")": "(", "}": "{", "]": "["}
+    for ch in expr:
+        if ch == '"':
+            quoted = not quoted
+        elif not quoted and ch in "({[":
+            stack.append(ch)
+        elif not quoted and ch in pairs and (not stack or stack.pop() != pairs[ch]):
+            return False
+    return not stack and not quoted
+
+
 def _panels(dash: dict) -> list[dict]:
     out = []
     for p in dash["panels"]:
@@ -68,6 +82,9 @@ def test_the_dashboard_is_well_formed(dashboard: dict) -> None:
         refs = [t["refId"] for t in p["targets"]]
         assert len(refs) == len(set(refs)) and all(t["expr"].strip() for t in p["targets"])
         assert p["datasource"]["uid"] == "${datasource}"
+        for t in p["targets"]:
+            assert _balanced(t["expr"]), t["expr"]
+            assert set(re.findall(r"\$\w+", t["expr"])) <= {"$job", "$__rate_interval"}
     # no two panels overlap
     cells = set()
     for p in panels:
