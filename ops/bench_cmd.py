@@ -8,8 +8,11 @@ Adding a bench: write ``_add_<name>(sub)`` that adds its sub-parser and sets
 ``func`` (a callable ``(args) -> int``) with ``set_defaults``, import the heavy module
 inside that callable (so ``memstream --help`` stays fast), and list the function in
 ``BENCHES``: ``recall``, ``ingest``, ``embed``, ``quality`` (``ops.bench_quality``;
-it also writes its JSON to ``--out``) and ``soak`` (``ops.bench_soak``: a real node
-process under a mixed load, watched for leaks).
+``soak`` (``ops.bench_soak``: a real node process under a mixed load, watched for
+leaks), ``all`` (``ops.bench_all``: the four above in sequence at small sizes, one
+report) and ``compare`` (two reports' shared figures). ``recall``, ``ingest``,
+``quality`` and ``soak`` take ``--out DIR`` (a report with charts: ``ops.bench_report``;
+``quality`` and ``all`` write one to ./bench-out by default) and ``--compare OLD.json``.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from core.settings import SettingsError, get_settings
+from ops import bench_all, bench_report
 
 
 def add_parser(subparsers: Any) -> None:
@@ -86,6 +91,7 @@ def _add_recall(sub: Any) -> None:
         metavar="N",
         help="recalls a user makes in a row (the first may be cold; default 1)",
     )
+    bench_report.add_options(p)
     p.set_defaults(func=_run_recall)
 
 
@@ -94,9 +100,11 @@ def _run_recall(args: argparse.Namespace) -> int:
 
     try:
         settings = get_settings()
-    except SettingsError as exc:
+        old = bench_report.prepare(args)
+    except (SettingsError, bench_report.ReportError) as exc:
         print(f"bench recall: {exc}", file=sys.stderr)
         return 2
+    started = datetime.now(UTC)
     phases = args.rate or [50.0, None]
     print(
         f"bench recall: seeding {args.users} users x {args.memories} memories, then "
@@ -131,7 +139,7 @@ def _run_recall(args: argparse.Namespace) -> int:
         print(f"then the hot cache fitted to every user ({result['fit_budget_mb']} MB):",
               file=sys.stderr)  # fmt: skip
         _print_phases(result["fit_phases"])
-    print(json.dumps(result, indent=2))
+    _print_json(result, bench_report.finish(args, {"recall": result}, old, started))
     phases = result["phases"] + result.get("fit_phases", [])
     bad = sum(n for ph in phases for code, n in ph["codes"].items() if code != "0")
     return 1 if bad else 0
@@ -165,12 +173,19 @@ def _add_ingest(sub: Any) -> None:
     p.add_argument("--users", type=_positive, default=2000)
     p.add_argument("--rate", type=float, default=40.0, help="freshness phase, conversations/s")
     p.add_argument("--freshness-n", type=_positive, default=400)
+    bench_report.add_options(p)
     p.set_defaults(func=_run_ingest)
 
 
 def _run_ingest(args: argparse.Namespace) -> int:
     from ops.bench_ingest import bench_ingest
 
+    try:
+        old = bench_report.prepare(args)
+    except bench_report.ReportError as exc:
+        print(f"bench ingest: {exc}", file=sys.stderr)
+        return 2
+    started = datetime.now(UTC)
     result = bench_ingest(
         get_settings(),
         conversations=args.conversations,
@@ -184,7 +199,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
         f"{result['freshness_p50_ms']} ms, p95 {result['freshness_p95_ms']} ms",
         file=sys.stderr,
     )
-    print(json.dumps(result, indent=2))
+    _print_json(result, bench_report.finish(args, {"ingest": result}, old, started))
     return 1 if result["missing_tasks"] or result["failed_tasks"] else 0
 
 
@@ -226,14 +241,20 @@ def _add_quality(sub: Any) -> None:
         help="default (the settings), lifted (nothing evicted or consolidated), or N: "
         "capacity_per_app",
     )
-    p.add_argument("--out", type=Path, default=Path("bench-out"), help="JSON dir (./bench-out)")
+    bench_report.add_options(p, default_out=Path("bench-out"))
     p.set_defaults(func=_run_quality)
 
 
 def _run_quality(args: argparse.Namespace) -> int:
-    from ops.bench_quality import bench_quality, write_json
+    from ops.bench_quality import bench_quality
     from ops.quality_report import table
 
+    try:
+        old = bench_report.prepare(args)
+    except bench_report.ReportError as exc:
+        print(f"bench quality: {exc}", file=sys.stderr)
+        return 2
+    started = datetime.now(UTC)
     print(
         f"bench quality: {args.users} users x {args.sessions} sessions, lang {args.lang}, "
         f"capacity {args.capacity} ...",
@@ -248,15 +269,21 @@ def _run_quality(args: argparse.Namespace) -> int:
         lang=args.lang,
         capacity=args.capacity,
     )
-    path = write_json(result, args.out)
-    print(table(result) + f"\njson: {path}", file=sys.stderr)
+    print(table(result), file=sys.stderr)
+    folder = bench_report.finish(args, {"quality": result}, old, started)
     summary = {k: v for k, v in result.items() if k != "questions"}  # per question: the file
-    print(json.dumps({**summary, "json_path": str(path)}, indent=2))
+    _print_json(summary, folder)
     ingest = result["ingest"]
     return 1 if ingest["missing_tasks"] or ingest["failed_tasks"] else 0
 
 
 # ------------------------------------------------------------------ helpers
+def _print_json(result: dict[str, Any], report: Path | None) -> None:
+    """The bench's JSON on stdout, with ``json_path`` (its report.json) when written."""
+    extra = {"json_path": str(report / "report.json")} if report else {}
+    print(json.dumps({**result, **extra}, indent=2))
+
+
 def _positive(value: str) -> int:
     n = int(value)
     if n < 1:
@@ -304,13 +331,23 @@ def _add_soak(sub: Any) -> None:
     )
     p.add_argument("--clients", type=_positive, default=4)
     p.add_argument("--users", type=_positive, default=50)
+    bench_report.add_options(p)
     p.set_defaults(func=_run_soak)
 
 
 def _run_soak(args: argparse.Namespace) -> int:
-    from ops.bench_soak import main
+    from ops.bench_soak import bench_soak, summary
 
-    return main(get_settings(), args.duration, args.clients, args.users, args.warmup)
+    try:
+        old = bench_report.prepare(args)
+    except bench_report.ReportError as exc:
+        print(f"bench soak: {exc}", file=sys.stderr)
+        return 2
+    started = datetime.now(UTC)
+    result = bench_soak(get_settings(), args.duration, args.clients, args.users, args.warmup)
+    print(summary(result), file=sys.stderr)
+    _print_json(result, bench_report.finish(args, {"soak": result}, old, started))
+    return 0
 
 
 BENCHES: tuple[Callable[[Any], None], ...] = (
@@ -319,4 +356,6 @@ BENCHES: tuple[Callable[[Any], None], ...] = (
     _add_embed,
     _add_quality,
     _add_soak,
+    bench_all.add_all,
+    bench_all.add_compare,
 )

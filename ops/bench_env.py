@@ -70,3 +70,15 @@ def percentiles(values: list[float], points: tuple[int, ...] = (50, 95, 99)) -> 
         rank = max(1, -(-p * len(ordered) // 100))  # ceil(p·n/100)
         out[f"p{p}"] = ordered[rank - 1]
     return out
+
+
+def rate_series(times: list[float], start: float, width_s: float = 1.0) -> list[list[float]]:
+    """Events per second over time: ``[[t_s, rate], ...]``, one point per ``width_s``
+    window from ``start`` (the times' clock) to the last event, empty windows included."""
+    if not times or width_s <= 0:
+        return []
+    bins = [0] * (int((max(times) - start) // width_s) + 1)
+    for t in times:
+        if t >= start:
+            bins[int((t - start) // width_s)] += 1
+    return [[round(i * width_s, 2), round(n / width_s, 2)] for i, n in enumerate(bins)]

@@ -7,7 +7,8 @@ multilingual-e5-small embedder), the ingest flow running in-process as in the no
    fast as Kafka takes them; throughput = facts stored / (last task done − first produce);
 2. freshness — conversations at a fixed rate well under saturation; per task, the time
    from produce to "done". A task is done only after its memories are in ClickHouse and
-   Milvus and the hot cache, i.e. recallable, so done time is add→recallable time.
+   Milvus and the hot cache, i.e. durable and recallable, so done time is add→recallable
+   time. The event carries no ``ts``: its event time is the moment it is produced.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from confluent_kafka import Producer
 from core.settings import Settings
 from dataflows.ingest.flow import build_flow
 from dataflows.runner import FlowThread
-from ops.bench_env import BenchStack, bench_stack, percentiles
+from ops.bench_env import BenchStack, bench_stack, percentiles, rate_series
+from ops.bench_sampler import ProcSampler
 from schemas.events import TOPIC_CONVERSATIONS
 from schemas.tenants import DEFAULT_TENANT
 
@@ -142,25 +144,32 @@ def bench_ingest(
     rate: float = 40.0,
     freshness_n: int = 400,
 ) -> dict[str, Any]:
+    """Both phases; ``node``: this process's CPU and RSS per phase (the flow runs here);
+    ``series``: conversations done per second in the saturation phase, every freshness
+    latency, and the CPU/RSS samples: the report's charts."""
     with bench_stack(settings) as env:
         flow = start_ingest(env)
         wait_done(env, _produce(env, 20, users, None, 1, "warm"), 60)
 
-        sent = _produce(env, conversations, users, None, 2, "sat")
-        done = wait_done(env, sent, 900)
+        with ProcSampler() as node_sat:
+            sent = _produce(env, conversations, users, None, 2, "sat")
+            done = wait_done(env, sent, 900)
         results = done["results"].values()
+        first = min(sent.values())
         finished = max((r["updated_at"] for r in results), default=time.time())
-        elapsed = finished - min(sent.values())
+        elapsed = finished - first
         facts = sum(
             r.get("counts", {}).get("added", 0) + r.get("counts", {}).get("updated", 0)
             for r in results
         )
 
-        fresh_sent = _produce(env, freshness_n, users, rate, 3, "fresh")
-        fresh = wait_done(env, fresh_sent, 300)
+        with ProcSampler() as node_fresh:
+            fresh_sent = _produce(env, freshness_n, users, rate, 3, "fresh")
+            fresh = wait_done(env, fresh_sent, 300)
         lat = [(r["updated_at"] - fresh_sent[t]) * 1000 for t, r in fresh["results"].items()]
         flow.stop()
         return {
+            "bench": "ingest",
             "conversations": conversations,
             "elapsed_s": round(elapsed, 2),
             "conversations_per_s": round(len(results) / elapsed, 1),
@@ -170,6 +179,16 @@ def bench_ingest(
             "missing_tasks": done["missing"] + fresh["missing"],
             "freshness_rate_per_s": rate,
             **{f"freshness_{k}_ms": round(v, 1) for k, v in percentiles(lat).items()},
+            "freshness_max_ms": round(max(lat, default=0.0), 1),
             "embedder": env.runtime.embedder.name,
             "llm": env.runtime.llm.name,
+            "node": {"saturation": node_sat.summary(), "freshness": node_fresh.summary()},
+            "series": {
+                "done_per_s": rate_series(
+                    [r["updated_at"] for r in results], first, max(1.0, elapsed / 60)
+                ),
+                "freshness_ms": [round(x, 1) for x in sorted(lat)],
+                "node_saturation": node_sat.samples,
+                "node_freshness": node_fresh.samples,
+            },
         }

@@ -20,17 +20,15 @@ baselines (``ops.quality_baselines``); the scores are ``ops.quality_metrics``.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from core.settings import Settings
 from ops import quality_baselines, quality_metrics
 from ops.bench_env import BenchStack, bench_stack, percentiles
 from ops.bench_ingest import send_events, start_ingest, wait_done
+from ops.bench_sampler import ProcSampler
 from ops.quality_ask import APP, TOP_K, answer_all, sources
 from ops.quality_baselines import Answer
 from ops.quality_data import TYPES, Dataset, generate
@@ -118,7 +116,7 @@ def bench_quality(
     data = generate(users, sessions, seed, lang)
     questions = data.questions()
     overrides = capacity_overrides(capacity)
-    with bench_stack(settings, **overrides) as env:
+    with bench_stack(settings, **overrides) as env, ProcSampler() as node:
         flow = start_ingest(env)
         try:
             _say(f"ingesting {len(data.turns())} turns in {len(data.users) * sessions} sessions")
@@ -166,6 +164,8 @@ def bench_quality(
         "memstream": memstream,
         "modes": modes,
         "baselines": {**baselines, "seconds": round(baseline_s, 1)},
+        "node": node.summary(),  # this process: the ingest flow, the API and the baselines
+        "series": {"node": node.samples},
         "ratios": {
             name: quality_metrics.ratios({k: memstream[k] for k in keys}, {k: b[k] for k in keys})
             for name, b in {**modes, **baselines}.items()
@@ -182,11 +182,3 @@ def bench_quality(
             for name, answers in {"memstream": ours, **{f"memstream_{m}": by_mode[m]
                                   for m in others}, **base}.items()}),
     }  # fmt: skip
-
-
-def write_json(result: dict[str, Any], out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    path = out_dir / f"quality-{stamp}.json"
-    path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path

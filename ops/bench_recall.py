@@ -25,7 +25,8 @@ Traffic: users drawn uniformly, or by Zipf popularity (``zipf`` = s: the r-th mo
 popular user is asked ∝ 1/r^s), each making ``session_len`` recalls in a row (the first
 may be cold, the rest find it loaded). Each phase reports, beside latency and codes
 (50401: timed out), the hot cache's hit ratio, its cold loads (count and latency percentiles, from ``HotCache.load_ms``; how many came
-from a Redis snapshot) and how many users it held at the end. Each phase goes on along
+from a Redis snapshot), how many users it held at the end, and this process's CPU and
+RSS (``node``: the server's; the load generator is another process). Each phase goes on along
 the traffic where the previous one stopped (a phase that started over would ask the
 users the previous phase just loaded).
 """
@@ -45,6 +46,7 @@ from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from ops.bench_env import BenchStack, bench_stack, percentiles
 from ops.bench_http import drive
+from ops.bench_sampler import ProcSampler
 from ops.procs import free_port
 from recall_api.app import create_app
 from recall_api.services import Services
@@ -258,8 +260,11 @@ def _phases(
         hits, misses = cache.hits, cache.misses
         snapshot_loads = getattr(cache, "snapshot_loads", 0)
         at = sent % len(bodies)
-        result = drive(url, bodies[at:] + bodies[:at], clients, r, duration_s, key)
+        with ProcSampler() as node:  # this process: the API server (the load is another)
+            result = drive(url, bodies[at:] + bodies[:at], clients, r, duration_s, key)
         sent += result["requests"]
+        result["offered_per_s"] = r  # None: saturation
+        result["node"] = node.summary()
         result.update(_cache_phase(cache, hits, misses))
         result["hot_cache"]["from_snapshot"] = getattr(cache, "snapshot_loads", 0) - snapshot_loads
         result["timeouts"] = result["codes"].get("50401", 0)
@@ -355,6 +360,7 @@ def bench_recall(
             server.should_exit = True
             thread.join(15)
     return {
+        "bench": "recall",
         "users": users,
         "memories_per_user": memories,
         "memories": users * memories,

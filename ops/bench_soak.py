@@ -18,11 +18,9 @@ least-squares slope; the samples' first half is warm-up: pools, caches, code pag
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -34,7 +32,8 @@ import httpx
 
 from core.settings import Settings
 from ops import stack
-from ops.bench_env import percentiles
+from ops.bench_env import percentiles, rate_series
+from ops.bench_sampler import cpu_seconds
 from ops.procs import free_port, wait_until
 from sinks import keystore
 
@@ -66,6 +65,7 @@ def _proc_stats(pid: int) -> dict[str, float]:
         "rss_file_mb": mb["RssFile"],  # mapped files: libraries, mmapped parts
         "open_files": len(os.listdir(f"/proc/{pid}/fd")),
         "threads": len(os.listdir(f"/proc/{pid}/task")),
+        "cpu_s": round(cpu_seconds(pid), 2),
     }
 
 
@@ -135,6 +135,7 @@ class _Client(threading.Thread):
         self.key, self.admin, self.users, self.until = key, admin, users, until
         self.codes: dict[str, Counter] = defaultdict(Counter)
         self.recall_ms: list[float] = []
+        self.done_at: list[float] = []  # monotonic time of every answer: throughput over time
         self.ids: dict[int, list[str]] = defaultdict(list)
         ops, weights = zip(*MIX, strict=True)
         self.ops, self.weights = ops, weights
@@ -176,6 +177,7 @@ class _Client(threading.Thread):
             if op == "recall" and answer.get("code") == 0:
                 self.recall_ms.append((time.perf_counter() - started) * 1000)
             self.codes[op][str(answer.get("code"))] += 1
+            self.done_at.append(time.monotonic())
             if op == "add_structured" and answer.get("code") == 0:
                 mine.append(answer["data"]["memory_id"])
             elif op == "purge" and answer.get("code") == 0:
@@ -221,7 +223,8 @@ def bench_soak(
         wait_until(lambda: _ready(base), 300, "node /readyz", stack.proc(data_dir, "node"))
         pool = [9_000_000 + i for i in range(users)]
         _warm(base, app_keys[0], pool)
-        until = time.monotonic() + warmup_s + duration_s
+        load_began = time.monotonic()
+        until = load_began + warmup_s + duration_s
         threads = [_Client(i, base, app_keys[i], admin, pool, until) for i in range(clients)]
         for t in threads:
             t.start()
@@ -255,6 +258,8 @@ def bench_soak(
     half = samples[len(samples) // 2]
     half_minutes = max(1e-9, (samples[-1]["t_s"] - half["t_s"]) / 60)
     requests = sum(sum(c.values()) for c in codes.values())
+    _cores(samples)
+    measured_s = max(1e-9, samples[-1]["t_s"] - samples[0]["t_s"])
     return {
         "bench": "soak",
         "config": {
@@ -266,7 +271,10 @@ def bench_soak(
         },  # fmt: skip
         "requests": requests,
         "requests_per_s": round(requests / max(1e-9, warmup_s + minutes * 60), 1),
-        "recall_ms": {k: round(v, 2) for k, v in percentiles(recall_ms).items()},
+        "recall_ms": {
+            **{k: round(v, 2) for k, v in percentiles(recall_ms).items()},
+            "max": round(max(recall_ms, default=0.0), 2),
+        },
         "recalls_ok": len(recall_ms),
         "codes": {op: dict(sorted(c.items())) for op, c in sorted(codes.items())},
         "node_errors": node_errors,
@@ -284,11 +292,30 @@ def bench_soak(
             ),
             "open_files_delta": end_stats["open_files"] - start_stats["open_files"],
             "threads_delta": end_stats["threads"] - start_stats["threads"],
+            "cpu_cores_mean": round((end_stats["cpu_s"] - start_stats["cpu_s"]) / measured_s, 3),
+            "rss_mb_max": max(p["rss_mb"] for p in samples),
             "open_files_by_kind": fds,
             "inside": inside,  # the node's own account at start, half-way and end
             "samples": samples,
         },
+        "series": {  # from the load's start, warm-up included; node samples: node.samples
+            "requests_per_s": rate_series(
+                [at for t in threads for at in t.done_at], load_began, SAMPLE_S
+            ),
+        },
     }
+
+
+def _cores(samples: list[dict[str, float]]) -> None:
+    """Each sample's ``cpu_cores``: the node's CPU seconds per second since the last."""
+    for i, p in enumerate(samples):
+        if i == 0:
+            p["cpu_cores"] = 0.0
+        else:
+            last = samples[i - 1]
+            p["cpu_cores"] = round(
+                (p["cpu_s"] - last["cpu_s"]) / max(1e-9, p["t_s"] - last["t_s"]), 3
+            )
 
 
 def _slope(samples: list[dict[str, float]], key: str) -> float:
@@ -345,21 +372,16 @@ def _warm(base: str, key: str, users: list[int]) -> None:
                       json={"user_id": u, "query": "warm", "scope": {"app_id": APP}})  # fmt: skip
 
 
-def main(
-    settings: Settings, duration_s: float, clients: int, users: int, warmup_s: float = 0.0
-) -> int:
-    result = bench_soak(settings, duration_s, clients, users, warmup_s)
-    node = result["node"]
-    print(
-        f"bench soak: {result['requests']} requests in {warmup_s + duration_s:g}s "
-        f"({result['requests_per_s']}/s, {clients} clients); recall p50 "
+def summary(result: dict[str, Any]) -> str:
+    """The run in one line (stderr); the JSON is the record."""
+    node, c = result["node"], result["config"]
+    return (
+        f"bench soak: {result['requests']} requests in {c['warmup_s'] + c['duration_s']:g}s "
+        f"({result['requests_per_s']}/s, {c['clients']} clients); recall p50 "
         f"{result['recall_ms']['p50']} p99 {result['recall_ms']['p99']} ms; node RSS "
         f"{node['start']['rss_mb']} -> {node['end']['rss_mb']} MB, open files "
         f"{node['start']['open_files']} -> {node['end']['open_files']}, threads "
         f"{node['start']['threads']} -> {node['end']['threads']}; second half "
         f"{node['rss_slope_mb_per_min_second_half']} MB/min, "
-        f"{node['open_files_slope_per_min_second_half']} open files/min",
-        file=sys.stderr,
+        f"{node['open_files_slope_per_min_second_half']} open files/min"
     )
-    print(json.dumps(result, indent=2))
-    return 0
