@@ -104,7 +104,7 @@ def quality_by_type(result: dict[str, Any], path: Path) -> Path | None:
     ax.set_ylabel("evidence recall@10")
     ax.set_ylim(0, 1.05)
     ax.set_title("quality per question type")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # off the bars
     ax.grid(True, axis="y", alpha=0.3)
     return _save(fig, path)
 

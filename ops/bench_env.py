@@ -35,7 +35,9 @@ def bench_stack(base: Settings, keep: bool = False, **overrides: Any) -> Iterato
     stores = None
     try:
         stack.start_redis(data_dir, redis_url)
-        stack.start_kafka(data_dir, bootstrap, partitions=base.kafka_partitions)
+        stack.start_kafka(  # the controller on a port of its own: port + 1 may be taken
+            data_dir, bootstrap, partitions=base.kafka_partitions, controller_port=free_port()
+        )
         settings = base.model_copy(
             update={
                 "data_dir": data_dir,

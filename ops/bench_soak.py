@@ -202,7 +202,9 @@ def bench_soak(
     port = free_port()
     try:
         stack.start_redis(data_dir, redis_url)
-        stack.start_kafka(data_dir, bootstrap, partitions=settings.kafka_partitions)
+        stack.start_kafka(  # the controller on a port of its own: port + 1 may be taken
+            data_dir, bootstrap, partitions=settings.kafka_partitions, controller_port=free_port()
+        )
         key_path = data_dir / "api_keys.json"
         now = _now()
         admin, _ = keystore.create(key_path, "default", "admin", [], global_grant=False, now=now)

@@ -1,5 +1,5 @@
-"""`memstream bench quality` at a tiny size writes a complete JSON — the harness, never
-the numbers."""
+"""`memstream bench quality` at a tiny size writes a complete JSON and a report with its
+charts — the harness, never the numbers."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ops.quality_data import TYPES
+from tests.helpers.bench_report import assert_report_charts
 from tests.helpers.stack_cli import cli, private_stack_env
 
 pytestmark = pytest.mark.e2e
@@ -23,10 +24,14 @@ def test_a_tiny_run_writes_every_section(tmp_path: Path) -> None:
                "lifted", "--out", str(out), timeout=180)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     printed = json.loads(done.stdout)
-    (path,) = out.glob("quality-*.json")
+    (path,) = out.glob("*/report.json")  # --out DIR: DIR/<timestamp>/report.json
     assert printed["json_path"] == str(path)
-    result = json.loads(path.read_text(encoding="utf-8"))
+    report = json.loads(path.read_text(encoding="utf-8"))
+    assert set(report["benches"]) == {"quality"} and report["report"]["machine"]["packages"]
+    result = report["benches"]["quality"]
     assert result["bench"] == "quality"
+    assert_report_charts(path.parent, {"quality-by-type.png", "quality-node.png"})
+    assert result["node"]["rss_mb_max"] > 0 and result["series"]["node"]
 
     config = result["config"]
     assert (config["users"], config["sessions"], config["lang"]) == (2, 2, "both")

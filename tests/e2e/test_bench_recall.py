@@ -1,14 +1,17 @@
 """`memstream bench recall` on a tiny workload with a tiny hot cache: the users outnumber
-it, and the run reports the cold loads, the hot cache's hit ratio and the timeouts —
-the harness, never the numbers."""
+it, and the run reports the cold loads, the hot cache's hit ratio and the timeouts, and
+writes a report with its chart and the ratios to an earlier run — the harness, never
+the numbers."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.bench_report import assert_report_charts
 from tests.helpers.stack_cli import cli, private_stack_env
 
 pytestmark = pytest.mark.e2e
@@ -17,11 +20,25 @@ pytestmark = pytest.mark.e2e
 def test_a_tiny_budget_reports_cold_loads_and_timeouts(tmp_path: Path) -> None:
     env, _ = private_stack_env(tmp_path / "data")
     env["MEMSTREAM_HOT_CACHE_BUDGET_MB"] = "1"  # 60 users x 40 memories: ~2.5 MB of hot data
+    old = tmp_path / "old.json"  # an earlier run's figures, some of them (what --compare reads)
+    old.write_text(json.dumps({"benches": {"recall": {"users": 30, "phases": [{"p99_ms": 1.0}],
+                                                      "no_longer_reported": 5}}}))  # fmt: skip
     done = cli(env, "bench", "recall", "--users", "60", "--memories", "40", "--pool", "300",
                "--clients", "2", "--rate", "20", "--duration", "3", "--zipf", "1.1",
-               "--session-len", "3", "--compare-fit", timeout=300)  # fmt: skip
+               "--session-len", "3", "--compare-fit", "--out", str(tmp_path / "out"),
+               "--compare", str(old), timeout=300)  # fmt: skip
     assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-4000:]
     result = json.loads(done.stdout)
+    assert "2 figures in common" in done.stderr  # users and the first phase's p99, new / old
+    assert re.search(r"^recall\.users\s+30\s+60\s+2\.000$", done.stderr, re.M)
+    assert re.search(r"^recall\.phases\.0\.p99_ms\s", done.stderr, re.M)
+    (path,) = (tmp_path / "out").glob("*/report.json")
+    report = json.loads(path.read_text())
+    assert [r["figure"] for r in report["compare"]["rows"]] == ["recall.users",
+                                                                "recall.phases.0.p99_ms"]  # fmt: skip
+    assert_report_charts(path.parent, {"recall-latency.png"})
+    for phase in result["phases"] + result["fit_phases"]:
+        assert phase["offered_per_s"] == 20.0 and phase["node"]["rss_mb_max"] > 0
     assert result["hot_cache_budget_mb"] == 1 and result["fit_cache"] is False
     assert result["traffic"] == {"zipf": 1.1, "session_len": 3}
     (phase,) = result["phases"]

@@ -1,6 +1,6 @@
 """`memstream bench soak` for a few seconds: a real node with keys on, every operation of
-the mix answered, no 5xx but a truthful 50301, the node's numbers sampled — the harness,
-never the numbers."""
+the mix answered, no 5xx but a truthful 50301, the node's numbers sampled, a report with
+its charts — the harness, never the numbers."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ops.bench_soak import MIX
+from tests.helpers.bench_report import assert_report_charts
 from tests.helpers.stack_cli import cli, private_stack_env
 
 pytestmark = pytest.mark.e2e
@@ -18,9 +19,15 @@ pytestmark = pytest.mark.e2e
 def test_a_short_soak_reports_codes_latency_and_node_numbers(tmp_path: Path) -> None:
     env, _ = private_stack_env(tmp_path / "data")
     done = cli(env, "bench", "soak", "--duration", "6", "--warmup", "2", "--clients", "2",
-               "--users", "4", timeout=240)  # fmt: skip
+               "--users", "4", "--out", str(tmp_path / "out"), timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     result = json.loads(done.stdout)
+    (path,) = (tmp_path / "out").glob("*/report.json")
+    assert result["json_path"] == str(path)
+    assert json.loads(path.read_text())["benches"]["soak"]["requests"] == result["requests"]
+    assert_report_charts(path.parent, {"soak-throughput.png", "soak-node.png"})
+    assert result["series"]["requests_per_s"] and result["node"]["cpu_cores_mean"] >= 0
+    assert set(result["recall_ms"]) == {"p50", "p95", "p99", "max"}
     assert result["bench"] == "soak" and result["requests"] > 0
     assert result["config"]["warmup_s"] == 2  # measured after 2 s of the same load
     assert set(result["codes"]) <= {op for op, _ in MIX} and "recall" in result["codes"]
