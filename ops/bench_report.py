@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -77,6 +78,17 @@ def _stamped(out: Path) -> Path:
         except FileExistsError:
             continue
     raise ReportError(f"{out}: too many reports named {stamp}")
+
+
+def _finite(obj: Any) -> Any:
+    """NaN and infinities (a percentile of no sample) as null: strict JSON for any reader."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def _md_table(rows: list[dict[str, str]]) -> list[str]:
@@ -142,7 +154,8 @@ def write(
         doc["compare"] = {"old": str(old_path), "rows": compared}
         md += ["## Compared with an earlier run", "", *_md_compare(compared, str(old_path)), ""]
     (folder / "report.json").write_text(
-        json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        json.dumps(_finite(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        encoding="utf-8",
     )
     (folder / "report.md").write_text("\n".join(md).rstrip() + "\n", encoding="utf-8")
     return folder

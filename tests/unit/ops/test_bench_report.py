@@ -143,15 +143,21 @@ def test_each_chart_is_a_png_and_nothing_to_plot_is_no_file(tmp_path: Path) -> N
 
 
 # ------------------------------------------------------------------ a report
+def _no_nan(name: str) -> None:
+    raise AssertionError(f"{name} in report.json")
+
+
 def test_a_failed_bench_is_a_row_and_a_section_and_the_compare_is_kept(tmp_path: Path) -> None:
-    benches = {"soak": {"bench": "soak", "error": "RuntimeError: node did not start"}}
+    benches = {"soak": {"bench": "soak", "error": "RuntimeError: node did not start",
+                        "recall_ms": {"p50": float("nan")}}}  # fmt: skip
     old = {"benches": {"soak": {"requests": 3}}}
     started = datetime.now(UTC)
     folder = bench_report.write(tmp_path, benches, started=started, command=["memstream", "x"],
                                 old=old, old_path=Path("old.json"))  # fmt: skip
     again = bench_report.write(tmp_path, benches, started=started, command=["memstream", "x"])
     assert folder != again and folder.parent == again.parent == tmp_path  # same second: -2
-    doc = json.loads((folder / "report.json").read_text())
+    doc = json.loads((folder / "report.json").read_text(), parse_constant=_no_nan)
+    assert doc["benches"]["soak"]["recall_ms"] == {"p50": None}  # strict JSON: no NaN
     assert set(doc) == {"report", "summary", "benches", "compare"}
     assert set(doc["report"]) == {"started_at", "seconds", "command", "machine"}
     assert doc["summary"][0]["bench"] == "soak" and "failed" in doc["summary"][0]["notes"]
