@@ -7,7 +7,7 @@ prints one JSON object with its numbers (plus a one-line summary per phase).
 Adding a bench: write ``_add_<name>(sub)`` that adds its sub-parser and sets
 ``func`` (a callable ``(args) -> int``) with ``set_defaults``, import the heavy module
 inside that callable (so ``memstream --help`` stays fast), and list the function in
-``BENCHES``: ``recall``, ``ingest``, ``embed``, ``quality`` (``ops.bench_quality``;
+``BENCHES``: ``recall``, ``ingest``, ``embed``, ``quality`` (``ops.bench_quality``),
 ``soak`` (``ops.bench_soak``: a real node process under a mixed load, watched for
 leaks), ``all`` (``ops.bench_all``: the four above in sequence at small sizes, one
 report) and ``compare`` (two reports' shared figures). ``recall``, ``ingest``,
