@@ -178,3 +178,6 @@ def test_bench_all_reads_its_subset_and_each_bench_verdict() -> None:
     phase = {"codes": {"0": 5, "50401": 1}}
     assert not bench_all.passed("recall", {"phases": [phase]})
     assert bench_all.passed("recall", {"phases": [{"codes": {"0": 5}}], "fit_phases": []})
+    assert bench_all.verdict("soak", {"error": "x"}) == "error"
+    assert bench_all.verdict("recall", {"phases": [phase]}) == "failed"  # figures, one timeout
+    assert bench_all.verdict("ingest", {"missing_tasks": 0, "failed_tasks": 0}) == "ok"
