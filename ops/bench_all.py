@@ -46,8 +46,9 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
         "soak": {"duration_s": 4.0, "warmup_s": 1.0, "clients": 2, "users": 4},
     },
 }  # fmt: skip
-# measured: 9 min 12 s for all four (recall 289 s, ingest 90, quality 64, soak 109) on 2
-# cores shared with other work (load average ~20); the driven phases are ~2.5 min of it
+# measured here on 2 cores shared with other work: 9 min 12 s (recall 289 s, ingest 90,
+# quality 64, soak 109) at load average ~20, 8 min 40 s (207, 66, 100, 147) at ~11; the
+# driven phases are ~2.5 min of it, the rest is stacks starting, models loading, seeding
 SMALL_MINUTES = "about 9"
 
 
