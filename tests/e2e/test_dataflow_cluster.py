@@ -1,0 +1,264 @@
+"""`memstream dataflow ingest` as a 2-process cluster (-i/-a on loopback), against one
+1-process run of the same conversations: the same memories, change log and task results,
+also across a SIGKILL of one process and a restart of the cluster.
+
+The processes share their stores as a deployment's do: the session's Kafka and Redis,
+a Milvus server (`milvus-lite server`) and a ClickHouse over HTTP. There is no ClickHouse
+server on this machine, so the ClickHouse is ``tests.helpers.chdb_http``: the embedded
+engine (chDB) behind ClickHouse's HTTP interface, one process for all of them. Each run
+has its own topics (a prefix) and users; each event holds 2 turns and windows close at
+2 turns, so every event is one batch whatever the timing, and the runs compare.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from confluent_kafka import Producer
+
+from core.settings import Settings
+from ops.procs import free_port, port_open
+from sinks.changelog import ChangeLog
+from sinks.keyring import KeyRing
+from sinks.memory_store import MemoryStore
+from sinks.stores import Stores
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+N_USERS = 10
+EVENTS = [  # each user's events in order; 2 turns each
+    ["I live in Lisbon near the river.", "I work as a carpenter."],
+    ["My favourite food is ramen with extra egg.", "I have a dog named Biscuit."],
+    ["I live in Lisbon near the river.", "I play chess every Sunday."],
+    ["I started learning the piano in 2019.", "My sister is called Ana."],
+    ["I have a dog named Biscuit.", "I grow tomatoes on my balcony."],
+    ["I work as a carpenter.", "I drink green tea every morning."],
+]
+FIRST_WAVE = 2  # events per user before the kill; the rest arrive around it
+MASTER = "test-cluster-master-key-0123456789abcdef"
+
+
+def _serve(cmd: list[str], port: int, what: str, log: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        cmd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    wait_for(lambda: port_open("127.0.0.1", port), timeout=60, what=what)
+    return proc
+
+
+@pytest.fixture
+def shared_stores(tmp_path: Path):
+    """(ClickHouse URL, Milvus URI): servers every process of a test reaches."""
+    ch_port, mv_port = free_port(), free_port()
+    ch = _serve(
+        [sys.executable, "-m", "tests.helpers.chdb_http", str(tmp_path / "ch"), str(ch_port)],
+        ch_port,
+        "chdb_http",
+        tmp_path / "ch.log",
+    )
+    mv_exe = Path(sys.executable).with_name("milvus-lite")
+    mv = _serve(
+        [str(mv_exe), "server", "--data-dir", str(tmp_path / "mv")]
+        + ["--host", "127.0.0.1", "--port", str(mv_port)],
+        mv_port,
+        "milvus-lite server",
+        tmp_path / "mv.log",
+    )
+    try:
+        yield f"http://127.0.0.1:{ch_port}", f"http://127.0.0.1:{mv_port}"
+    finally:
+        for p in (ch, mv):
+            p.terminate()
+            p.wait(15)
+
+
+def _settings(servers, urls, prefix: str, data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
+    env.update(
+        {
+            "PYTHONPATH": str(REPO),
+            "MEMSTREAM_DATA_DIR": str(data_dir),
+            "MEMSTREAM_KAFKA_BOOTSTRAP": servers.kafka_bootstrap,
+            "MEMSTREAM_KAFKA_PARTITIONS": "2",
+            "MEMSTREAM_KAFKA_TOPIC_PREFIX": prefix,
+            "MEMSTREAM_REDIS_URL": servers.redis_url,
+            "MEMSTREAM_CLICKHOUSE_URL": urls[0],
+            "MEMSTREAM_MILVUS_URI": urls[1],
+            "MEMSTREAM_ENCRYPTION_KEY": MASTER,
+            "MEMSTREAM_SESSION_MAX_TURNS": "2",
+            "MEMSTREAM_SESSION_GAP_S": "600",
+            "MEMSTREAM_LOG_JSON": "false",
+        }
+    )
+    return env
+
+
+def _start(env: dict, tmp_path: Path, name: str, n: int) -> list[subprocess.Popen]:
+    """``n`` processes of ``memstream dataflow ingest`` (one worker each)."""
+    addrs = ";".join(f"127.0.0.1:{free_port()}" for _ in range(n))
+    procs = []
+    for i in range(n):
+        cluster = ["-i", str(i), "-a", addrs] if n > 1 else []
+        argv = ["dataflow", "ingest", "-r", str(tmp_path / f"rec-{name}-{i}"), "-s", "0.5"]
+        with (tmp_path / f"{name}-{i}.log").open("ab") as log:
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "ops.cli", *argv, *cluster],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+    return procs
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+
+
+def _events(prefix: str, base: int, which: range) -> list[tuple[str, bytes, bytes]]:
+    out = []
+    for i in which:
+        for u in range(N_USERS):
+            event = {
+                "task_id": f"{prefix}{u}-{i}",
+                "user_id": base + u,
+                "session_id": "s1",
+                "messages": [
+                    {"role": "user", "content": t, "msg_id": f"{u}-{i}-{j}"}
+                    for j, t in enumerate(EVENTS[i])
+                ],
+            }
+            topic = f"{prefix}memory.conversations"
+            out.append((topic, str(base + u).encode(), json.dumps(event).encode()))
+    return out
+
+
+def _produce(servers, events, per_s: float | None = None) -> None:
+    producer = Producer({"bootstrap.servers": servers.kafka_bootstrap, "linger.ms": 5})
+    for topic, key, value in events:
+        producer.produce(topic, key=key, value=value)
+        producer.poll(0)
+        if per_s:
+            time.sleep(1 / per_s)
+    assert producer.flush(30) == 0
+
+
+def _done(r: redis.Redis, prefix: str, upto: int) -> int:
+    pipe = r.pipeline()
+    for u in range(N_USERS):
+        for i in range(upto):
+            pipe.hget(f"task:{prefix}{u}-{i}", "status")
+    return sum(1 for s in pipe.execute() if s == "done")
+
+
+def _results(stores: Stores, memories: MemoryStore, prefix: str, base: int, r) -> dict:
+    log = ChangeLog(stores.clickhouse, memories.cipher)
+    out: dict = {"memories": {}, "changes": {}, "tasks": {}, "vectors": {}}
+    for u in range(N_USERS):
+        user = base + u
+        loaded = memories.load(user, tenant="default")
+        out["memories"][u] = sorted((m.content, str(m.status), str(m.level)) for m in loaded)
+        rows, _ = log.query(user, tenant="default", limit=1000)
+        out["changes"][u] = sorted(
+            (str(c.op_type), c.content_before, c.content_after, c.task_id.removeprefix(prefix))
+            for c in rows
+        )
+        hits = stores.milvus.query(f'user_id == "{user}"', ["memory_id"], limit=1000)
+        out["vectors"][u] = len({h["memory_id"] for h in hits})
+        out["tasks"][u] = [
+            (r.hget(f"task:{prefix}{u}-{i}", "status"), r.hget(f"task:{prefix}{u}-{i}", "counts"))
+            for i in range(len(EVENTS))
+        ]
+    return out
+
+
+def test_a_two_process_cluster_and_a_kill_store_what_one_process_stores(
+    servers, shared_stores, tmp_path
+) -> None:
+    r = redis.Redis.from_url(servers.redis_url, decode_responses=True)
+    run = uuid.uuid4().hex[:8]
+    base_one, base_two = 20_000_000 + (int(run, 16) % 100_000) * 100, 0
+    base_two = base_one + 50
+    total = N_USERS * len(EVENTS)
+
+    # 1 process, every event, no kill
+    one_prefix = f"one{run}."
+    one = _start(_settings(servers, shared_stores, one_prefix, tmp_path / "d1"), tmp_path, "one", 1)
+    try:
+        _produce(servers, _events(one_prefix, base_one, range(len(EVENTS))))
+        wait_for(lambda: _done(r, one_prefix, len(EVENTS)) == total, timeout=180, what="run 1")
+    finally:
+        _stop(one)
+
+    # 2 processes; the second wave arrives while process 1 is SIGKILLed; restart both
+    two_prefix = f"two{run}."
+    env = _settings(servers, shared_stores, two_prefix, tmp_path / "d2")
+    two = _start(env, tmp_path, "two", 2)
+    try:
+        _produce(servers, _events(two_prefix, base_two, range(FIRST_WAVE)))
+        first = N_USERS * FIRST_WAVE
+        wait_for(lambda: _done(r, two_prefix, FIRST_WAVE) == first, timeout=180, what="wave 1")
+        rest = threading.Thread(
+            target=_produce,
+            args=(servers, _events(two_prefix, base_two, range(FIRST_WAVE, len(EVENTS))), 15.0),
+        )
+        rest.start()
+        wait_for(lambda: _done(r, two_prefix, len(EVENTS)) > first + 3, timeout=60, what="wave 2")
+        two[1].send_signal(signal.SIGKILL)
+        two[1].wait(10)
+        at_kill = _done(r, two_prefix, len(EVENTS))
+        try:  # its peer fails without it, or is stopped as a pod would be
+            two[0].wait(30)
+        except subprocess.TimeoutExpired:
+            two[0].kill()
+            two[0].wait(10)
+        rest.join(60)
+        assert at_kill < total, "the kill came after the end: nothing was tested"
+        two = _start(env, tmp_path, "two", 2)
+        wait_for(lambda: _done(r, two_prefix, len(EVENTS)) == total, timeout=180, what="run 2")
+    finally:
+        _stop(two)
+
+    s = Settings(
+        data_dir=tmp_path / "reader",
+        kafka_bootstrap=servers.kafka_bootstrap,
+        redis_url=servers.redis_url,
+        clickhouse_url=shared_stores[0],
+        milvus_uri=shared_stores[1],
+        encryption_key=MASTER,
+    )
+    stores = Stores.from_settings(s)
+    stores.clickhouse.setup()
+    stores.milvus.setup()
+    memories = MemoryStore(stores, KeyRing.from_settings(s, stores.clickhouse))
+    want = _results(stores, memories, one_prefix, base_one, r)
+    got = _results(stores, memories, two_prefix, base_two, r)
+    stores.close()
+    assert sum(len(m) for m in want["memories"].values()) >= N_USERS * 8
+    assert all(st == "done" for per in want["tasks"].values() for st, _ in per)
+    for key in ("memories", "changes", "tasks", "vectors"):
+        assert got[key] == want[key], key
