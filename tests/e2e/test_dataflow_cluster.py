@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from core.settings import Settings
 from ops.procs import free_port, port_open
@@ -61,9 +61,10 @@ def _serve(cmd: list[str], port: int, what: str, log: Path) -> subprocess.Popen:
     return proc
 
 
-@pytest.fixture
-def shared_stores(tmp_path: Path):
-    """(ClickHouse URL, Milvus URI): servers every process of a test reaches."""
+@pytest.fixture(scope="module")
+def shared_stores(tmp_path_factory: pytest.TempPathFactory):
+    """(ClickHouse URL, Milvus URI): servers every process of these tests reaches."""
+    tmp_path = tmp_path_factory.mktemp("shared-stores")
     ch_port, mv_port = free_port(), free_port()
     ch = _serve(
         [sys.executable, "-m", "tests.helpers.chdb_http", str(tmp_path / "ch"), str(ch_port)],
@@ -108,13 +109,16 @@ def _settings(servers, urls, prefix: str, data_dir: Path) -> dict[str, str]:
     return env
 
 
-def _start(env: dict, tmp_path: Path, name: str, n: int) -> list[subprocess.Popen]:
-    """``n`` processes of ``memstream dataflow ingest`` (one worker each)."""
+def _start(
+    env: dict, tmp_path: Path, name: str, n: int, flow: str = "ingest", workers: int = 1
+) -> list[subprocess.Popen]:
+    """``n`` processes of ``memstream dataflow FLOW`` (``workers`` each)."""
     addrs = ";".join(f"127.0.0.1:{free_port()}" for _ in range(n))
     procs = []
     for i in range(n):
         cluster = ["-i", str(i), "-a", addrs] if n > 1 else []
-        argv = ["dataflow", "ingest", "-r", str(tmp_path / f"rec-{name}-{i}"), "-s", "0.5"]
+        argv = ["dataflow", flow, "-r", str(tmp_path / f"rec-{name}-{i}"), "-s", "0.5"]
+        argv += ["-w", str(workers)]
         with (tmp_path / f"{name}-{i}.log").open("ab") as log:
             procs.append(
                 subprocess.Popen(
@@ -262,3 +266,89 @@ def test_a_two_process_cluster_and_a_kill_store_what_one_process_stores(
     assert all(st == "done" for per in want["tasks"].values() for st, _ in per)
     for key in ("memories", "changes", "tasks", "vectors"):
         assert got[key] == want[key], key
+
+
+def _commands(servers, topic: str) -> list[dict]:
+    """Every command on ``topic`` so far (a fresh consumer group, from the beginning)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": servers.kafka_bootstrap,
+            "group.id": f"read-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    out, idle = [], 0
+    while idle < 5:
+        msg = consumer.poll(1.0)
+        if msg is None:
+            idle += 1
+            continue
+        if msg.error() is None:
+            out.append(json.loads(msg.value()))
+            idle = 0
+    consumer.close()
+    return out
+
+
+def test_lifecycle_on_two_processes_acts_on_each_memory_once_per_pass(
+    servers, shared_stores, tmp_path
+) -> None:
+    """Process 0 (2 workers) and process 1 of ``memstream dataflow lifecycle``: passes
+    every 2 s from process 0 only. Every memory is decayed below the threshold (0.95, above
+    any initial weight), so the first pass archives them all: each memory is in exactly
+    one pass's command, archived once, and the later passes find nothing to do."""
+    r = redis.Redis.from_url(servers.redis_url, decode_responses=True)
+    run = uuid.uuid4().hex[:8]
+    prefix, base = f"lc{run}.", 30_000_000 + (int(run, 16) % 100_000) * 100
+    env = _settings(servers, shared_stores, prefix, tmp_path / "d")
+    env |= {"MEMSTREAM_ARCHIVE_THRESHOLD": "0.95", "MEMSTREAM_LIFECYCLE_INTERVAL_S": "2"}
+    ingest = _start(env, tmp_path, "ingest", 1)
+    lifecycle: list[subprocess.Popen] = []
+    try:
+        _produce(servers, _events(prefix, base, range(2)))
+        wait_for(lambda: _done(r, prefix, 2) == N_USERS * 2, timeout=180, what="ingest")
+        lifecycle = _start(env, tmp_path, "lc", 2, flow="lifecycle", workers=2)
+
+        def passes(i: int) -> int:
+            return (tmp_path / f"lc-{i}.log").read_text().count("lifecycle pass")
+
+        wait_for(lambda: passes(0) >= 3, timeout=120, interval=0.5, what="3 passes")
+    finally:
+        _stop(lifecycle)
+        _stop(ingest)
+    assert passes(1) == 0, "process 1 ran a pass"
+
+    s = Settings(
+        data_dir=tmp_path / "reader",
+        kafka_bootstrap=servers.kafka_bootstrap,
+        redis_url=servers.redis_url,
+        clickhouse_url=shared_stores[0],
+        milvus_uri=shared_stores[1],
+        encryption_key=MASTER,
+    )
+    stores = Stores.from_settings(s)
+    stores.clickhouse.setup()
+    memories = MemoryStore(stores, KeyRing.from_settings(s, stores.clickhouse))
+    log = ChangeLog(stores.clickhouse, memories.cipher)
+    ids, archives = set(), []
+    for u in range(N_USERS):
+        loaded = memories.load(base + u, tenant="default")
+        assert loaded and {str(m.status) for m in loaded} == {"ARCHIVED"}
+        ids |= {m.memory_id for m in loaded}
+        rows, _ = log.query(base + u, tenant="default", limit=1000)
+        archives += [c.memory_id for c in rows if str(c.op_type) == "ARCHIVE"]
+    stores.close()
+
+    users = {base + u for u in range(N_USERS)}
+    acted = [
+        (c["payload"]["pass_id"], m)
+        for c in _commands(servers, f"{prefix}memory.commands")
+        if c["op"] == "lifecycle" and c["user_id"] in users
+        for m in c["payload"]["memory_ids"]
+    ]
+    # each memory in one command of one pass, and archived once
+    assert sorted(m for _, m in acted) == sorted(ids)
+    assert len({p for p, _ in acted}) == 1
+    assert sorted(archives) == sorted(ids)
