@@ -156,9 +156,12 @@ class Calibration:
     def of(self, cosine: float, bg: Background, memory: str, query: str) -> float:
         """:meth:`relevance` of a memory's text for a query's, with the English-only
         discount ``min(latin(query), latin(memory))`` where it applies."""
-        latin = latin_share(memory)
-        rel = self.relevance(cosine, bg, latin)
-        return rel * min(latin_share(query), latin) if self.english_only else rel
+        return self.of_shares(cosine, bg, latin_share(memory), latin_share(query))
+
+    def of_shares(self, cosine: float, bg: Background, memory: float, query: float) -> float:
+        """:meth:`of` with the memory's and the query's ``latin_share`` known."""
+        rel = self.relevance(cosine, bg, memory)
+        return rel * min(query, memory) if self.english_only else rel
 
 
 # Fitted by ``python -m ops.quality_calibrate`` (20 users x 20 sessions, seed 7): e5 on

@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     clickhouse_database: str = Field("memstream", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     clickhouse_user: str = "default"
     clickhouse_password: SecretStr = SecretStr("")
+    # "" = the single-node schema; a cluster name (of the server's remote_servers) =
+    # replicated local tables + Distributed tables sharded by user (schemas/ch_layout.py).
+    clickhouse_cluster: str = Field("", pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$")
     milvus_uri: str = ""  # "" = <data_dir>/milvus/memstream.db (Milvus Lite, embedded)
     milvus_token: SecretStr = SecretStr("")
     milvus_collection: str = Field("memories", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -257,6 +260,14 @@ class Settings(BaseSettings):
         if v and not v.startswith(("chdb://", "http://", "https://")):
             raise ValueError("must be chdb:///abs/dir, http://host:8123 or https://host:8443")
         return v
+
+    @model_validator(mode="after")
+    def _check_cluster(self) -> Settings:
+        if self.clickhouse_cluster and not self.clickhouse_url.startswith(("http://", "https://")):
+            raise ValueError(
+                "clickhouse_cluster: needs a server clickhouse_url (http:// or https://)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_tls(self) -> Settings:

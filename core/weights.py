@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.settings import Settings
-from core.timeutil import days_between, require_aware
+from core.timeutil import SECONDS_PER_DAY, days_between, require_aware
 from schemas.enums import MemType, Ownership
 
 PERSONA_TAG = "persona"
@@ -102,6 +102,26 @@ def weight_now(
         settings, is_important=is_important, ownership=ownership, custom_tags=custom_tags
     )
     return decayed_weight(w0, anchor, now, lam=settings.decay_lambda, alpha=alpha)
+
+
+def weight_at_us(
+    w0: float,
+    anchor_us: int,
+    now_us: int,
+    settings: Settings,
+    *,
+    is_important: bool,
+    persona: bool,
+) -> float:
+    """:func:`weight_now` of a memory whose anchor is µs since the epoch and whose
+    :func:`is_persona` is known (the hot cache's columns): the same number, without a
+    datetime or the tags."""
+    if persona:
+        alpha = 0.0
+    else:
+        alpha = settings.decay_alpha_important if is_important else settings.decay_alpha_normal
+    days = (now_us - anchor_us) / 10**6 / SECONDS_PER_DAY
+    return decay(w0, days, lam=settings.decay_lambda, alpha=alpha)
 
 
 def recover(w_decayed: float, w_init_type: float, delta: float) -> float:

@@ -1,6 +1,6 @@
 """The `memstream` command line.
 
-Sub-commands: up, down, status, config show, node (foreground), api and dataflow
+Sub-commands: up, down, status, config show|set|get|unset, node (foreground), api and dataflow
 (the node's parts alone, on server stores), sql, extract, bench, lifecycle,
 import/export, reembed.
 Each prints what it did in plain words and exits non-zero with a reason on failure.
@@ -92,7 +92,10 @@ def cmd_status(s: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_config_show(s: Settings, args: argparse.Namespace) -> int:
-    print(json.dumps(s.masked(), indent=2, ensure_ascii=False, default=str))
+    from ops.config_cmd import show_live  # with the live values of memory.config on top
+
+    shown = s.masked() if args.start_only else show_live(s)
+    print(json.dumps(shown, indent=2, ensure_ascii=False, default=str))
     return 0
 
 
@@ -112,9 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("status", help="which processes run; readiness").set_defaults(func=cmd_status)
     cfg = sub.add_parser("config", help="configuration")
     cfg_sub = cfg.add_subparsers(dest="config_command", required=True)
-    cfg_sub.add_parser(
-        "show", help="print the effective configuration (secrets masked)"
-    ).set_defaults(func=cmd_config_show)
+    show = cfg_sub.add_parser("show", help="print the effective configuration (secrets masked)")
+    show.add_argument(
+        "--start-only", action="store_true", help="the start-time values, not reading Kafka"
+    )
+    show.set_defaults(func=cmd_config_show)
+    from ops import config_cmd
+
+    config_cmd.add_parsers(cfg_sub)  # set, get, unset: the live config center
     sub.add_parser("node", help="run the node in the foreground").set_defaults(func=cmd_node)
     _add_optional_commands(sub)
     return p
@@ -144,6 +152,11 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         process_cmd,
     ):
         mod.add_parser(sub)
+    from memstream import mcp_server  # the client package: MCP tools over the HTTP API
+
+    mcp = sub.add_parser("mcp", help="an MCP server (stdio) over the HTTP API")
+    mcp_server.add_arguments(mcp)
+    mcp.set_defaults(func=mcp_server.run)
 
 
 def main(argv: list[str] | None = None) -> int:

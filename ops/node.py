@@ -24,10 +24,12 @@ from dataflows.lifecycle.schedule import LifecyclePasses
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
 from dataflows.runtime import Runtime
+from ops.heap import start_trimmer
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.services import Services
 from recall_api.serving import api_base_url, server_config
+from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch, StoreUnavailable
 from sinks.keystore import check_bind
 from sinks.stores import Stores
@@ -51,11 +53,15 @@ def serve(settings: Settings) -> None:
     check_bind(settings)  # SettingsError: no key, yet asked to listen beyond loopback
     stores = Stores.from_settings(settings)
     stores.setup()
+    # memory.config: live thresholds, read while the models load, applied without restart
+    config = follow_config(stores.kafka, settings)
     try:
         rt = Runtime.build(settings, stores)  # ModelMismatch: another model made the store
     except ModelMismatch:
+        config.stop()
         stores.close()
         raise
+    config.attach(rt)
     stop = threading.Event()
     topics = threading.Thread(
         target=_ensure_topics_forever, args=(stores, stop), name="ensure-topics", daemon=True
@@ -78,6 +84,8 @@ def serve(settings: Settings) -> None:
     services = Services(settings, stores, rt.memories, rt.cache, rt.tasks, rt.switches, rt.embedder)
     app = create_app(settings, stores, services)
     app.state.lifecycle_runner = passes.run  # POST /admin/v1/lifecycle/run
+    config.attach(services, app.state)
+    config.ready.wait(2.0)  # the live values before the first request (Kafka may be down)
     # Writers in other processes (a standalone ingest, a second node) reach this
     # process's caches through memory.changes; its own writes are applied in-process.
     follower = follow_changes(app.state, rt.cache, stores.kafka, rt.memories.origin)
@@ -97,6 +105,7 @@ def serve(settings: Settings) -> None:
     finally:
         stop.set()
         follower.stop()
+        config.stop()
         ingest.stop()
         lifecycle.stop()
         passes.join()
@@ -111,6 +120,7 @@ def main() -> int:
         print(f"memstream node: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_json)
+    start_trimmer()  # RSS follows the heap really in use (ops.heap)
     try:
         serve(settings)
     except (ModelMismatch, SettingsError) as exc:

@@ -152,8 +152,10 @@ def run_api(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"memstream api: {exc}", file=sys.stderr)
         return 2
+    from ops.heap import start_trimmer
     from recall_api.main import main as api_main
 
+    start_trimmer()
     return api_main()
 
 
@@ -182,15 +184,21 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     from core.logs import setup_logging
     from dataflows.runner import init_partition_share
     from dataflows.runtime import Runtime
+    from ops.heap import start_trimmer
+    from sinks.config_topic import follow_config
     from sinks.stores import Stores
 
     setup_logging(settings.log_level, settings.log_json)
+    start_trimmer()
     stores = Stores.from_settings(settings)
     stores.setup()
     stores.kafka.ensure_topics()
     passes = None
+    config = None
     try:
         rt = Runtime.build(settings, stores)
+        config = follow_config(stores.kafka, settings, rt)  # live thresholds (memory.config)
+        config.ready.wait(5.0)
         flow = _build_flow(plan.flow, rt, plan.workers * plan.processes)
         # SIGTERM (a pod stopping): the sources end the flow after the batch in flight
         signal.signal(signal.SIGTERM, lambda *_: rt.stop.set())
@@ -218,6 +226,8 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
         if passes is not None:
             rt.stop.set()
             passes.join()
+        if config is not None:
+            config.stop()
         stores.close()
     return 0
 

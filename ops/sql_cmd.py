@@ -37,6 +37,7 @@ def _query(query: str, max_rows: int) -> tuple[list[str], list[list]]:
             s.clickhouse_database,
             s.clickhouse_user,
             s.clickhouse_password.get_secret_value(),
+            s.clickhouse_cluster,
         )
         store.connect()
         columns, rows = store.query_readonly(query, max_rows)

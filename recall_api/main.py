@@ -20,6 +20,7 @@ from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.services import Services
 from recall_api.serving import server_config
+from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch
 from sinks.keystore import check_bind
 from sinks.stores import Stores
@@ -47,9 +48,12 @@ def main() -> int:
         return 2
     app = create_app(settings, stores, services)
     follower = follow_changes(app.state, services.cache, stores.kafka, services.memories.origin)
+    config = follow_config(stores.kafka, settings, services, app.state)  # live thresholds
+    config.ready.wait(2.0)
     try:
         uvicorn.Server(server_config(app, settings)).run()  # HTTPS when given a certificate
     finally:
+        config.stop()
         follower.stop()
         stores.close()
     return 0

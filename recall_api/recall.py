@@ -42,20 +42,22 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from core.calibration import REFERENCE, background, calibration_for
+from core import record_codec
+from core.calibration import REFERENCE, background, calibration_for, latin_share
 from core.ranking import Candidate, Ranked, overfetch_for, rank_with
 from core.scope import RecallPredicate, ScopeError, ScopeRequest, resolve_scope
 from core.settings import Settings
-from core.user_index import UserIndex
-from core.weights import weight_now
+from core.user_index import Fact, UserIndex, shared_decode
+from core.weights import weight_at_us
 from recall_api.batcher import QueryBatcher
 from recall_api.breaker import CircuitBreaker, Deadline, RecallTimeout
 from recall_api.cold_records import ColdRecords
@@ -67,12 +69,16 @@ from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
 
 log = logging.getLogger(__name__)
+_US = timedelta(microseconds=1)
 
 SWITCH_INTERVAL_S = 0.0005
 GC_FULL_EVERY = 1000  # generation-1 collections between full ones (CPython's default: 10)
 PREFETCH_QUEUE = 64  # users waiting for a background load (Recaller.prefetch), at most
 EMPTY: dict[str, Any] = {"hit": False, "memories": []}
-Gathered = tuple[dict[str, MemoryRecord], dict[str, float], dict[str, float]]  # recs, cos, lex
+# the candidates' ranking facts, their cosines and lexical scores, and how to get the
+# records of the few that rank (the hot path decodes only those)
+Records = Callable[[list[str]], dict[str, MemoryRecord]]
+Gathered = tuple[dict[str, Fact], dict[str, float], dict[str, float], Records]
 Hit = tuple[MemoryRecord, Ranked]  # the record and the numbers that placed it
 
 
@@ -222,14 +228,23 @@ class Recaller:
         lexical: dict[str, float] = {}
         memo: dict[str, MemoryRecord] = {}  # records decode once, when first looked at
         with idx.lock:
+            # the columns decide scope and validity; only a tag filter or an as-of read
+            # leaves records to test one by one
+            rows, exact = idx.allowed(pred)
+            keep = None if exact else pred.matches
             if qvec is not None:
-                dense = dict(idx.dense(qvec, limit, keep=pred.matches, memo=memo))
+                dense = dict(idx.dense(qvec, limit, keep=keep, memo=memo, rows=rows))
             if s.recall_fusion != "dense":
-                lexical = dict(idx.lexical(p.query, limit, keep=pred.matches, memo=memo))
+                lexical = dict(idx.lexical(p.query, limit, keep=keep, memo=memo, rows=rows))
             if qvec is not None and s.recall_fusion == "hybrid":
                 dense.update(idx.cosine(qvec, [m for m in lexical if m not in dense]))
-            records = {mid: idx.record(mid, memo) for mid in dense.keys() | lexical.keys()}
-        return records, dense, lexical
+            facts = idx.facts(dense.keys() | lexical.keys())
+            blobs = {mid: idx.blob(mid) for mid in facts}  # bytes: decoded after the lock
+
+        def records(ids: list[str]) -> dict[str, MemoryRecord]:
+            return {m: memo.get(m) or shared_decode(blobs[m]) for m in ids}
+
+        return facts, dense, lexical, records
 
     def _cold(
         self,
@@ -274,37 +289,36 @@ class Recaller:
                 if pred.matches(entry.records[mid]):
                     lexical[mid] = score
             records = {mid: entry.records[mid] for mid in dense.keys() | lexical.keys()}
-        return records, dense, lexical
+        facts = {mid: Fact.of(rec) for mid, rec in records.items()}
+        return facts, dense, lexical, lambda ids: {m: records[m] for m in ids}
 
     def _rank(
         self,
         p: RecallParams,
         s: Settings,
         qvec: np.ndarray | None,
-        records: dict[str, MemoryRecord],
+        facts: dict[str, Fact],
         dense: dict[str, float],
         lexical: dict[str, float],
+        records: Records,
     ) -> list[Hit]:
-        now = datetime.now(UTC)
+        now_us = (datetime.now(UTC) - record_codec.EPOCH) // _US
         bg = background(self._reference @ qvec) if qvec is not None else None
+        q_latin = latin_share(p.query)
         cands = []
-        for mid, rec in records.items():
+        for mid, f in facts.items():
             cos = dense.get(mid)
             rel = None
             if cos is not None and bg is not None:
-                rel = self.calibration.of(cos, bg, rec.content, p.query)
-            w = weight_now(
-                rec.weight,
-                rec.weight_at,
-                now,
-                s,
-                is_important=rec.is_important,
-                ownership=rec.ownership,
-                custom_tags=rec.custom_tags,
+                rel = self.calibration.of_shares(cos, bg, f.latin, q_latin)
+            w = weight_at_us(
+                f.weight, f.weight_at_us, now_us, s, is_important=f.is_important, persona=f.persona
             )
             cands.append(Candidate(mid, w, rel, lexical.get(mid)))
         extra = {} if p.min_relevance is None else {"min_relevance": p.min_relevance}
-        return [(records[r.memory_id], r) for r in rank_with(cands, p.top_k, s, **extra)]
+        ranked = rank_with(cands, p.top_k, s, **extra)
+        got = records([r.memory_id for r in ranked])
+        return [(got[r.memory_id], r) for r in ranked]
 
 
 _create_lock = threading.Lock()

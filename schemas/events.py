@@ -94,7 +94,15 @@ TOPIC_COMMANDS = "memory.commands"
 TOPIC_RECALL_HITS = "memory.recall_hits"
 TOPIC_CHANGES = "memory.changes"
 TOPIC_DLQ = "memory.dlq"
-ALL_TOPICS = (TOPIC_CONVERSATIONS, TOPIC_COMMANDS, TOPIC_RECALL_HITS, TOPIC_CHANGES, TOPIC_DLQ)
+TOPIC_CONFIG = "memory.config"  # compacted: the live thresholds (core.live_config)
+ALL_TOPICS = (
+    TOPIC_CONVERSATIONS,
+    TOPIC_COMMANDS,
+    TOPIC_RECALL_HITS,
+    TOPIC_CHANGES,
+    TOPIC_DLQ,
+    TOPIC_CONFIG,
+)
 
 
 def topic(prefix: str, name: str) -> str:

@@ -55,6 +55,34 @@ def check_tags(tags: dict[str, Any]) -> dict[str, Any]:
     return tags
 
 
+def clip_tags(tags: dict[str, Any]) -> dict[str, Any]:
+    """``tags`` cut at ``MAX_TAGS_DEPTH``: a subtree that reaches deeper becomes its JSON text.
+
+    For tags stored before the limit existed (older nodes took ~250 levels, which later
+    broke every codec that read them); the cut keeps what was stored, as text, where the
+    tree would go too deep, so every read of that user answers again.
+    """
+    if json_depth(tags) <= MAX_TAGS_DEPTH:
+        return tags
+    return _clip(tags, 1)
+
+
+def _clip(node: Any, level: int) -> Any:
+    if isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    else:
+        return node
+    out: dict[Any, Any] = {}
+    for k, child in items:
+        if isinstance(child, dict | list) and level >= MAX_TAGS_DEPTH:
+            out[k] = json.dumps(child, ensure_ascii=False, separators=(",", ":"), default=str)
+        else:
+            out[k] = _clip(child, level + 1)
+    return out if isinstance(node, dict) else list(out.values())
+
+
 CustomTags = Annotated[dict[str, Any], AfterValidator(check_tags)]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from schemas.ch_layout import Layout, Table
+
 SCHEMA_VERSION = 5  # 2: memories.source_msg_ids; 3: store_meta; 4: data_keys; 5: tenant_id
 
 MEMORY_COLUMNS: tuple[str, ...] = (
@@ -28,34 +30,89 @@ CHANGELOG_COLUMNS: tuple[str, ...] = (
 TENANT_COLUMN = "tenant_id LowCardinality(String) DEFAULT 'default'"
 SETTINGS_TABLE = "memory_settings"
 TENANT_TABLES = ("memories", "memory_changelog", "memory_settings", "data_keys")
+TABLES = (*TENANT_TABLES, "store_meta", "schema_migrations")  # every table of the schema
+_TS = "DateTime64(3, 'UTC')"
+# Per-user tables are sharded by the user (see schemas/ch_layout.py for why the hash).
+_BY_USER = "cityHash64(user_id)"
 
 
-def settings_ddl(db: str, table: str = SETTINGS_TABLE) -> str:
-    """Switch rows, one per (tenant, user, app): the tenant is part of the replacing key."""
-    return f"""CREATE TABLE IF NOT EXISTS {db}.{table} (
+def _settings_table(name: str) -> Table:
+    return Table(
+        name,
+        f"""
             {TENANT_COLUMN},
             user_id UInt64,
             app_id String,
             enabled UInt8,
-            updated_at DateTime64(3, 'UTC'),
+            updated_at {_TS},
             version UInt64
-        ) ENGINE = ReplacingMergeTree(version)
-        ORDER BY (tenant_id, user_id, app_id)"""
+        """,
+        "ReplacingMergeTree",
+        "version",
+        "ORDER BY (tenant_id, user_id, app_id)",
+        _BY_USER,
+    )
 
 
-def clickhouse_ddl(db: str) -> list[str]:
-    """Statements that create the database and its tables; each is idempotent.
+def settings_ddl(db: str, table: str = SETTINGS_TABLE, cluster: str = "") -> list[str]:
+    """Switch rows, one per (tenant, user, app): the tenant is part of the replacing key."""
+    return Layout(db, cluster).create(_settings_table(table))
+
+
+def settings_rebuild(db: str, cluster: str = "") -> list[str]:
+    """v4 → v5: the statements that rebuild a ``memory_settings`` whose replacing key lacks
+    the tenant (a key cannot gain a column that has a default). Rows move to tenant
+    ``default``; the tables are swapped in one step, so a crash leaves the old or the new
+    one. On a cluster the copy goes through a Distributed table with the same sharding
+    key (every row returns to its shard) and the local tables are swapped ``ON
+    CLUSTER``; the Distributed ``memory_settings`` gains the column in ``settings_done``.
+    (The swapped-in local table keeps its Keeper path, ``…/memory_settings_v5``; the old
+    one's path is freed when ``settings_done`` drops it. A cluster store starts at v5, so
+    this runs on a cluster only if one was made by hand in the v4 shape.)"""
+    lay, new = Layout(db, cluster), f"{SETTINGS_TABLE}_v5"
+    cols = "user_id, app_id, enabled, updated_at, version"
+    return [
+        *lay.drop(new),
+        *settings_ddl(db, new, cluster),
+        f"INSERT INTO {lay.table(new)} (tenant_id, {cols}) SELECT 'default', {cols} "
+        f"FROM {lay.table(SETTINGS_TABLE)}",
+        f"EXCHANGE TABLES {lay.local(SETTINGS_TABLE)} AND {lay.local(new)}{lay.on_cluster}",
+    ]
+
+
+def settings_done(db: str, cluster: str = "") -> list[str]:
+    """What runs after the check, rebuilt or not (idempotent): the temporary table goes;
+    on a cluster the Distributed ``memory_settings`` shows ``tenant_id`` (a no-op unless a
+    rebuild swapped the local tables under it)."""
+    lay = Layout(db, cluster)
+    done = lay.drop(f"{SETTINGS_TABLE}_v5")
+    if cluster:
+        done.insert(
+            0,
+            f"ALTER TABLE {lay.table(SETTINGS_TABLE)}{lay.on_cluster} "
+            f"ADD COLUMN IF NOT EXISTS {TENANT_COLUMN} FIRST",
+        )
+    return done
+
+
+def clickhouse_ddl(db: str, cluster: str = "") -> list[str]:
+    """Statements that create the database and its tables; each is idempotent
+    (``IF NOT EXISTS`` everywhere). ``cluster``: the same schema as replicated local
+    tables plus Distributed tables under the names queries use (schemas/ch_layout.py).
 
     v4 → v5 (tenants): ``memories`` and ``memory_changelog`` gain ``tenant_id`` (old rows
     read ``default``). Their replacing keys stay ``(user_id, memory_id)`` and
     ``(user_id, change_id)``: a memory id is derived with its tenant (``schemas.tenants.
     id_parts``), so no two tenants share one. ``memory_settings`` has no such id: its key
-    must hold the tenant, so an old table is rebuilt (``ClickHouseStore._migrate_settings``).
+    must hold the tenant, so an old table is rebuilt (``settings_rebuild``).
     """
-    ts = "DateTime64(3, 'UTC')"
+    lay = Layout(db, cluster)
     return [
-        f"CREATE DATABASE IF NOT EXISTS {db}",
-        f"""CREATE TABLE IF NOT EXISTS {db}.memories (
+        lay.create_database(),
+        *lay.create(
+            Table(
+                "memories",
+                f"""
             {TENANT_COLUMN},
             memory_id String,
             user_id UInt64,
@@ -67,18 +124,18 @@ def clickhouse_ddl(db: str) -> list[str]:
             content String,
             content_hash String,
             weight Float64,
-            weight_at {ts},
+            weight_at {_TS},
             status LowCardinality(String),
             is_important UInt8,
             recall_count UInt32,
-            created_at {ts},
-            updated_at {ts},
-            last_recalled_at Nullable({ts}),
-            expire_at Nullable({ts}),
-            archived_at Nullable({ts}),
-            deleted_at Nullable({ts}),
-            valid_at {ts},
-            invalid_at Nullable({ts}),
+            created_at {_TS},
+            updated_at {_TS},
+            last_recalled_at Nullable({_TS}),
+            expire_at Nullable({_TS}),
+            archived_at Nullable({_TS}),
+            deleted_at Nullable({_TS}),
+            valid_at {_TS},
+            invalid_at Nullable({_TS}),
             superseded_by Nullable(String),
             source_session_id Nullable(String),
             source_msg_id Nullable(String),
@@ -86,13 +143,23 @@ def clickhouse_ddl(db: str) -> list[str]:
             custom_tags String,
             vector_ref String,
             version UInt64
-        ) ENGINE = ReplacingMergeTree(version)
-        ORDER BY (user_id, memory_id)""",
+        """,
+                "ReplacingMergeTree",
+                "version",
+                "ORDER BY (user_id, memory_id)",
+                _BY_USER,
+            )
+        ),
         # v1 → v2: a store made before consolidation gains the column (idempotent).
-        f"ALTER TABLE {db}.memories ADD COLUMN IF NOT EXISTS source_msg_ids Array(String) "
-        "AFTER source_msg_id",
-        f"ALTER TABLE {db}.memories ADD COLUMN IF NOT EXISTS {TENANT_COLUMN} FIRST",
-        f"""CREATE TABLE IF NOT EXISTS {db}.memory_changelog (
+        *lay.alter(
+            "memories",
+            "ADD COLUMN IF NOT EXISTS source_msg_ids Array(String) AFTER source_msg_id",
+        ),
+        *lay.alter("memories", f"ADD COLUMN IF NOT EXISTS {TENANT_COLUMN} FIRST"),
+        *lay.create(
+            Table(
+                "memory_changelog",
+                f"""
             {TENANT_COLUMN},
             change_id String,
             memory_id String,
@@ -104,44 +171,72 @@ def clickhouse_ddl(db: str) -> list[str]:
             content_after String,
             reason String,
             op_source LowCardinality(String),
-            op_time {ts},
+            op_time {_TS},
             task_id String,
             sanitized UInt8
-        ) ENGINE = ReplacingMergeTree
-        PARTITION BY toYYYYMM(op_time)
-        ORDER BY (user_id, change_id)""",
-        f"ALTER TABLE {db}.memory_changelog ADD COLUMN IF NOT EXISTS {TENANT_COLUMN} FIRST",
-        settings_ddl(db),
+        """,
+                "ReplacingMergeTree",
+                "",
+                "PARTITION BY toYYYYMM(op_time)\n        ORDER BY (user_id, change_id)",
+                _BY_USER,
+            )
+        ),
+        *lay.alter("memory_changelog", f"ADD COLUMN IF NOT EXISTS {TENANT_COLUMN} FIRST"),
+        *settings_ddl(db, cluster=cluster),
         # v2 → v3: facts about the store itself, key → JSON value (the embedding model
         # that made the vectors of a Milvus collection, a re-embed checkpoint); see
         # sinks/store_model.py. An empty value is a deleted key.
-        f"""CREATE TABLE IF NOT EXISTS {db}.store_meta (
+        *lay.create(
+            Table(
+                "store_meta",
+                f"""
             key String,
             value String,
-            updated_at {ts},
+            updated_at {_TS},
             version UInt64
-        ) ENGINE = ReplacingMergeTree(version)
-        ORDER BY key""",
+        """,
+                "ReplacingMergeTree",
+                "version",
+                "ORDER BY key",
+                "cityHash64(key)",
+            )
+        ),
         # v3 → v4: the wrapped per-(tenant, user) data keys (sinks/keyring.py). Purge
         # erases a user's rows with a mutation; outdated parts are removed within about
         # a second (not the default 8 minutes), so the wrapped key leaves the disk too.
-        f"""CREATE TABLE IF NOT EXISTS {db}.data_keys (
+        *lay.create(
+            Table(
+                "data_keys",
+                f"""
             tenant_id LowCardinality(String),
             user_id UInt64,
             key_id String,
             wrapped String,
             master_id String,
-            created_at {ts},
+            created_at {_TS},
             version UInt64
-        ) ENGINE = ReplacingMergeTree(version)
-        ORDER BY (tenant_id, user_id, key_id)
-        SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1,
-            cleanup_delay_period_random_add = 0, max_cleanup_delay_period = 1""",
-        f"""CREATE TABLE IF NOT EXISTS {db}.schema_migrations (
+        """,
+                "ReplacingMergeTree",
+                "version",
+                "ORDER BY (tenant_id, user_id, key_id)\n"
+                "        SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1,\n"
+                "            cleanup_delay_period_random_add = 0, max_cleanup_delay_period = 1",
+                _BY_USER,
+            )
+        ),
+        *lay.create(
+            Table(
+                "schema_migrations",
+                f"""
             version UInt32,
-            applied_at {ts}
-        ) ENGINE = ReplacingMergeTree
-        ORDER BY version""",
+            applied_at {_TS}
+        """,
+                "ReplacingMergeTree",
+                "",
+                "ORDER BY version",
+                "cityHash64(version)",
+            )
+        ),
     ]
 
 

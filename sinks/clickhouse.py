@@ -20,12 +20,14 @@ from urllib.parse import parse_qs, urlparse
 
 import clickhouse_connect
 
+from schemas.ch_layout import CLUSTER_SETTINGS, Layout
 from schemas.storage import (
     SCHEMA_VERSION,
     SETTINGS_TABLE,
     TENANT_TABLES,
     clickhouse_ddl,
-    settings_ddl,
+    settings_done,
+    settings_rebuild,
 )
 from schemas.tenants import check_tenant
 from sinks.errors import SchemaMismatch, StoreUnavailable
@@ -135,13 +137,26 @@ def server_kwargs(url: str, user: str, password: str) -> dict[str, Any]:
 class ClickHouseStore:
     """Thin, thread-safe wrapper: DDL at setup, columnar batch inserts, parameterized reads."""
 
-    def __init__(self, url: str, database: str, user: str = "default", password: str = ""):
+    def __init__(
+        self,
+        url: str,
+        database: str,
+        user: str = "default",
+        password: str = "",
+        cluster: str = "",
+    ):
+        if cluster and url.startswith("chdb://"):
+            raise ValueError("clickhouse_cluster: needs a ClickHouse server URL, not chDB")
         self.url = url
         self.database = database
+        # Queries name ``{database}.<table>`` in both layouts; mutations go to
+        # ``layout.mutate(<table>)`` (the local tables ON CLUSTER on a cluster).
+        self.layout = Layout(database, cluster)
         self._user = user
         self._password = password
         self._client: Any = None
         self._lock = threading.Lock()
+        self._settings = dict(CLUSTER_SETTINGS) if cluster else None  # sent with every call
 
     @property
     def embedded(self) -> bool:
@@ -157,7 +172,7 @@ class ClickHouseStore:
     def setup(self) -> None:
         """Connect, create database and tables if absent, record the schema version."""
         self.connect()
-        for stmt in clickhouse_ddl(self.database):
+        for stmt in clickhouse_ddl(self.database, self.layout.cluster):
             self.command(stmt)
         self._migrate_settings()
         found = self.query(f"SELECT max(version) FROM {self.database}.schema_migrations")
@@ -174,27 +189,22 @@ class ClickHouseStore:
             )
 
     def _migrate_settings(self) -> None:
-        """v4 → v5: rebuild a ``memory_settings`` whose replacing key lacks the tenant (a
-        key cannot gain a column that has a default). Rows move to tenant ``default``; the
-        tables are swapped in one step, so a crash leaves the old or the new one."""
-        db, old, new = self.database, SETTINGS_TABLE, f"{SETTINGS_TABLE}_v5"
+        """v4 → v5: rebuild a ``memory_settings`` whose replacing key lacks the tenant
+        (``schemas.storage.settings_rebuild``; on a cluster the local tables'
+        columns tell, every host has the same)."""
+        lay = self.layout
         cols = {
             r[0]
             for r in self.query(
                 "SELECT name FROM system.columns WHERE database = {d:String} AND table = {t:String}",
-                {"d": db, "t": old},
+                {"d": lay.db, "t": lay.local_name(SETTINGS_TABLE)},
             )
         }
         if "tenant_id" not in cols:
-            self.command(f"DROP TABLE IF EXISTS {db}.{new}")
-            self.command(settings_ddl(db, new))
-            self.command(
-                f"INSERT INTO {db}.{new} (tenant_id, user_id, app_id, enabled, updated_at, "
-                f"version) SELECT 'default', user_id, app_id, enabled, updated_at, version "
-                f"FROM {db}.{old}"
-            )
-            self.command(f"EXCHANGE TABLES {db}.{old} AND {db}.{new}")
-        self.command(f"DROP TABLE IF EXISTS {db}.{new}")
+            for stmt in settings_rebuild(lay.db, lay.cluster):
+                self.command(stmt)
+        for stmt in settings_done(lay.db, lay.cluster):
+            self.command(stmt)
 
     def schema_version(self) -> int:
         rows = self.query(f"SELECT max(version) FROM {self.database}.schema_migrations")
@@ -232,17 +242,18 @@ class ClickHouseStore:
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> Any:
         client = self._require()
         with self._lock:
-            return client.command(sql, parameters=parameters)
+            return client.command(sql, parameters=parameters, settings=self._settings)
 
     def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple]:
         client = self._require()
         with self._lock:
-            return list(client.query(sql, parameters=parameters).result_rows)
+            result = client.query(sql, parameters=parameters, settings=self._settings)
+        return list(result.result_rows)
 
     def query_dicts(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict]:
         client = self._require()
         with self._lock:
-            result = client.query(sql, parameters=parameters)
+            result = client.query(sql, parameters=parameters, settings=self._settings)
         return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
 
     def query_readonly(
@@ -264,13 +275,14 @@ class ClickHouseStore:
         if tenant is not None:
             check_tenant(tenant)  # the charset cannot break out of the quoted literal
             cond = f"tenant_id = \\'{tenant}\\'"
-            names = [n for t in TENANT_TABLES for n in (f"{self.database}.{t}", t)]
+            tables = self.layout.tables(TENANT_TABLES)  # with the local ones on a cluster
+            names = [n for t in tables for n in (f"{self.database}.{t}", t)]
             filters = ", ".join(f"'{n}': '{cond}'" for n in names)
             settings += f", additional_table_filters = {{{filters}}}"
         wrapped = f"SELECT * FROM ({body}) LIMIT {int(max_rows)} SETTINGS {settings}"
         client = self._require()
         with self._lock:
-            result = client.query(wrapped)
+            result = client.query(wrapped, settings=self._settings)
         return list(result.column_names), [tuple(r) for r in result.result_rows]
 
     def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
@@ -279,7 +291,13 @@ class ClickHouseStore:
             return
         client = self._require()
         with self._lock:
-            client.insert(table, list(rows), column_names=list(columns), database=self.database)
+            client.insert(
+                table,
+                list(rows),
+                column_names=list(columns),
+                database=self.database,
+                settings=self._settings,
+            )
 
     def close(self) -> None:
         if self._client is not None and not self.embedded:

@@ -178,9 +178,11 @@ class KeyRing:
         params = {"t": tenant, "u": user_id}
         where = "tenant_id = {t:String} AND user_id = {u:UInt64}"
         n = int(self.ch.query(f"SELECT count() FROM {self._table} WHERE {where}", params)[0][0])
-        # A mutation rewrites the parts (a lightweight DELETE would only mask the rows).
+        # A mutation rewrites the parts (a lightweight DELETE would only mask the rows); on
+        # a cluster it goes to the local tables ON CLUSTER, every replica waited for.
+        target = self.ch.layout.mutate("data_keys")
         self.ch.command(
-            f"ALTER TABLE {self._table} DELETE WHERE {where} SETTINGS mutations_sync = 2", params
+            f"ALTER TABLE {target} DELETE WHERE {where} SETTINGS mutations_sync = 2", params
         )
         self.forget(user_id, tenant)
         log.info("data key destroyed", extra={"fields": {"user_id": user_id, "keys": n}})

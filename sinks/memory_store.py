@@ -36,6 +36,7 @@ from core.scope import tag_key_text, tag_value_text
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
+from schemas.limits import clip_tags
 from schemas.memory import ChangeRecord, MemoryRecord, tags_json
 from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
 from schemas.tenants import DEFAULT_TENANT, UserKey
@@ -130,13 +131,16 @@ class MemoryStore:
 
     def _purge(self, ids: list[str]) -> None:
         """Physical purge: every version leaves every read at once (lightweight DELETE; the
-        bytes go at the next merge) and the memory's change-log content is blanked."""
+        bytes go at the next merge) and the memory's change-log content is blanked. Both
+        target the parts' tables (``layout.mutate``: the local tables ON CLUSTER on a
+        cluster); ``mutations_sync = 2`` waits for every replica (one server: itself)."""
         ch, p = self.stores.clickhouse, {"ids": ids}
-        ch.command(f"DELETE FROM {self.db}.memories WHERE memory_id IN {{ids:Array(String)}}", p)
+        memories, changelog = ch.layout.mutate("memories"), ch.layout.mutate("memory_changelog")
+        ch.command(f"DELETE FROM {memories} WHERE memory_id IN {{ids:Array(String)}}", p)
         ch.command(
-            f"ALTER TABLE {self.db}.memory_changelog UPDATE content_before = '', "
+            f"ALTER TABLE {changelog} UPDATE content_before = '', "
             "content_after = '', sanitized = 1 WHERE memory_id IN {ids:Array(String)} "
-            "SETTINGS mutations_sync = 1",
+            "SETTINGS mutations_sync = 2",
             p,
         )
 
@@ -315,6 +319,9 @@ class MemoryStore:
         if memory_ids is not None:
             params["ids"] = list(memory_ids)
             where.append("memory_id IN {ids:Array(String)}")
+        # On a cluster this reads the Distributed table: each shard applies FINAL to its
+        # own parts, which is correct because every version of a memory (and whatever
+        # replaces it) is the same user's, sharded by the user onto one shard.
         rows = self.stores.clickhouse.query_dicts(
             f"SELECT * FROM {self.db}.memories FINAL WHERE {' AND '.join(where)}", params
         )
@@ -416,7 +423,7 @@ class MemoryStore:
     def tags_of(self, user_id: int, stored: str, tenant: str) -> dict[str, Any]:
         """``custom_tags`` as stored (sealed JSON; plain JSON in stores before v2)."""
         text = self._plain(user_id, stored or "", tenant)
-        return json.loads(text) if text else {}
+        return clip_tags(json.loads(text)) if text else {}
 
 
 def blind_tags(keys: KeyRing, user_id: int, tags: dict[str, Any], tenant: str) -> dict[str, str]:

@@ -30,6 +30,7 @@ class Stores:
                 s.clickhouse_database,
                 s.clickhouse_user,
                 s.clickhouse_password.get_secret_value(),
+                s.clickhouse_cluster,
             ),
             milvus=MilvusStore(
                 s.milvus_target,

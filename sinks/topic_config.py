@@ -12,11 +12,14 @@ is ``retention.ms`` old, is found by the broker's check (``log.retention.check.i
 where the deadline is ``conversations_retention_h`` (24 h by default). Both topics get
 these configs when created and again at every start (an old deployment's 7-day
 ``segment.ms`` is corrected in place).
+
+``memory.config`` is compacted instead: the last record of each setting is kept for
+good, so a process starting later reads every live value (core.live_config).
 """
 
 from __future__ import annotations
 
-from schemas.events import TOPIC_CONVERSATIONS, TOPIC_DLQ
+from schemas.events import TOPIC_CONFIG, TOPIC_CONVERSATIONS, TOPIC_DLQ
 
 PLAINTEXT_TOPICS = (TOPIC_CONVERSATIONS, TOPIC_DLQ)
 BROKER_CHECK_INTERVAL_MS = 5 * 60 * 1000  # Kafka's default log.retention.check.interval.ms
@@ -39,6 +42,8 @@ def plaintext_topic_config(deadline_ms: int) -> dict[str, str]:
 
 def topic_config(base: str, deadline_ms: int) -> dict[str, str]:
     """The config a topic of DESIGN §4 is created with (empty: the broker's defaults)."""
+    if base == TOPIC_CONFIG:
+        return {"cleanup.policy": "compact"}
     return plaintext_topic_config(deadline_ms) if base in PLAINTEXT_TOPICS else {}
 
 

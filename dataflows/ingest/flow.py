@@ -64,7 +64,6 @@ def build_flow(
 ) -> Dataflow:
     """The flow for a cluster of ``workers`` workers in all; ``embedded`` (optional)
     counts the facts each worker embeds."""
-    s = rt.settings
     writer = Writer(rt)
     commands_topic = rt.stores.kafka.topic(TOPIC_COMMANDS)
     keys = rt.memories.cipher
@@ -75,8 +74,8 @@ def build_flow(
     def parse(msg: KafkaSourceMessage):
         origin = Origin(msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value)
         if msg.topic == commands_topic:
-            return parse_command(origin, s, rt.memories.cipher)
-        return parse_conversation(origin, s, rt.memories.cipher)
+            return parse_command(origin, rt.settings, rt.memories.cipher)
+        return parse_conversation(origin, rt.settings, rt.memories.cipher)
 
     def gate(msgs: list[KafkaSourceMessage]) -> list:
         """Parse a whole input batch, then check every user's switch in one round trip;
@@ -115,6 +114,7 @@ def build_flow(
         return out
 
     def window(state):
+        s = rt.settings  # as they are now: session thresholds are live (sinks.config_topic)
         return SessionWindow(
             state, s.session_gap_s, s.session_max_turns, s.context_turns, rt.memories.cipher
         )

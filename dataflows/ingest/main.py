@@ -12,6 +12,7 @@ from core.logs import setup_logging
 from core.settings import get_settings
 from dataflows.ingest.flow import build_flow
 from dataflows.runtime import Runtime
+from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch
 from sinks.stores import Stores
 
@@ -24,4 +25,6 @@ try:
     _rt = Runtime.build(_settings, _stores)
 except ModelMismatch as exc:  # another embedding model made the store's vectors
     raise SystemExit(f"memstream ingest: {exc}") from None
+_config = follow_config(_stores.kafka, _settings, _rt)  # live thresholds (memory.config)
+_config.ready.wait(5.0)
 flow = build_flow(_rt)

@@ -31,6 +31,7 @@ from core.capacity import (
     plan_admission,
 )
 from core.hashing import change_id_for, content_hash, stable_id
+from core.settings import Settings
 from core.user_index import UserIndex
 from core.weights import initial_weight, weight_now
 from dataflows.ingest.consolidate import make_room
@@ -86,7 +87,11 @@ class Writer:
 
     def __init__(self, rt: Runtime):
         self.rt = rt
-        self.s = rt.settings
+
+    @property
+    def s(self) -> Settings:
+        """The runtime's settings as they are now (live thresholds: sinks.config_topic)."""
+        return self.rt.settings
 
     def apply_extracted(self, item: Extracted, now: datetime | None = None) -> Applied:
         now = now or datetime.now(UTC)

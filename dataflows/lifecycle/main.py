@@ -15,6 +15,7 @@ from dataflows.lifecycle.flow import build_flow
 from dataflows.lifecycle.schedule import LifecyclePasses
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runtime import Runtime
+from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch
 from sinks.stores import Stores
 
@@ -27,6 +28,8 @@ try:
     _rt = Runtime.build(_settings, _stores)
 except ModelMismatch as exc:  # another embedding model made the store's vectors
     raise SystemExit(f"memstream lifecycle: {exc}") from None
+_config = follow_config(_stores.kafka, _settings, _rt)  # live thresholds (memory.config)
+_config.ready.wait(5.0)
 passes = LifecyclePasses(_rt, KafkaVia(_stores))
 passes.start()
 flow = build_flow(_rt)

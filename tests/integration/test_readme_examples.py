@@ -94,3 +94,31 @@ def test_an_english_query_finds_a_chinese_memory(api, ingest, user_id) -> None:
     assert data["hit"] is True and contents(data)[0] == "住在深圳南山区", data
     data = recall(api, user_id, "what is my cat called?")
     assert contents(data)[0] == "我家的猫叫咪咪", data
+
+
+def _readme_block(heading: str, lang: str) -> str:
+    """The first ``lang`` code block under ``heading`` in the README, as a user copies it."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    after = text.split(f"\n{heading}\n", 1)[1]
+    return after.split(f"```{lang}\n", 1)[1].split("\n```", 1)[0]
+
+
+def test_readme_python_client_example(
+    settings, stores, runtime, ingest, user_id, tmp_path, monkeypatch, capsys
+) -> None:
+    """The client example runs as printed against a real API in local mode (no keys, as
+    after `make up`), for a user of its own."""
+    from tests.helpers.api_server import running_api
+
+    code = _readme_block("## Python client and MCP server", "python")
+    assert "user_id=42" in code
+    local = settings.model_copy(update={"api_keys_file": tmp_path / "no_keys.json"})
+    with running_api(local, stores, runtime) as url:
+        monkeypatch.setenv("MEMSTREAM_API_URL", url)
+        monkeypatch.delenv("MEMSTREAM_API_KEY", raising=False)
+        exec(compile(code.replace("user_id=42", f"user_id={user_id}"), "README", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed and "peanuts" in printed[0], printed
+    assert float(printed[0].split()[0]) >= 0.3

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from core import record_codec
+from core.calibration import latin_share
 from core.hashing import content_hash
 from core.lexical import BM25Index, term_counts
 from core.user_index import UserIndex, half, quantize, row_bytes, row_from_bytes
@@ -150,8 +151,9 @@ def test_the_budget_estimate_covers_what_the_index_really_allocates():
     texts = [f"{TEXTS[i % len(TEXTS)]} number {i}" for i in range(200)]
     recs = [rec(i, t) for i, t in enumerate(texts)]
     vecs = rng.normal(size=(200, 384)).astype(np.float32)
-    for t in texts:  # the process-wide term-count cache is not the index's
+    for t in texts:  # the process-wide term-count and latin-share caches are not the index's
         term_counts(t)
+        latin_share(t)
     record_codec.decode(record_codec.encode(recs[0]))  # nor orjson's first-use buffers
     import tracemalloc
 
@@ -166,3 +168,74 @@ def test_the_budget_estimate_covers_what_the_index_really_allocates():
         tracemalloc.stop()
     assert used <= idx.nbytes <= 1.3 * used
     assert idx.nbytes / len(idx) < 1024  # issue 13: at most 1 KB a memory
+
+
+def test_allowed_by_the_columns_is_the_predicate_record_by_record():
+    """``allowed`` (recall's filter, no decoding) accepts exactly what
+    ``RecallPredicate.matches`` accepts, over random records and predicates; where it
+    says it is not exact (tags, as-of), what it keeps is a superset."""
+    import random
+
+    from core.scope import Branch, RecallPredicate, TagFilter
+
+    rnd = random.Random(11)
+    apps, sessions = [None, "", "a1", "a2"], [None, "", "s1", "s2"]
+    idx = UserIndex(7, DIM, tenant="t1")
+    rng = np.random.default_rng(2)
+    for i in range(300):
+        level = rnd.choice(list(Level))
+        idx.upsert(
+            rec(
+                i,
+                TEXTS[i % len(TEXTS)],
+                level=level,
+                app_id=rnd.choice(apps),
+                session_id=rnd.choice(sessions),
+                status=rnd.choice(list(Status)),
+                ownership=rnd.choice(list(Ownership)),
+                mem_type=rnd.choice(list(MemType)),
+                invalid_at=rnd.choice([None, NOW]),
+                valid_at=NOW - timedelta(days=rnd.randint(0, 3)),
+                custom_tags=rnd.choice([{}, {"k": "v"}, {"k": "w"}]),
+            ),
+            rng.normal(size=DIM),
+        )
+    records = list(idx.records.values())
+    hits = 0
+    for _ in range(400):
+
+        def some(values):
+            return frozenset(rnd.sample(values, rnd.randint(0, len(values))))
+
+        branches = tuple(
+            Branch(
+                rnd.choice(list(Level)),
+                rnd.choice(apps + [None] * 3),
+                rnd.choice(sessions + [None] * 3),
+            )
+            for _ in range(rnd.randint(0, 3))
+        )
+        pred = RecallPredicate(
+            user_id=rnd.choice([7, 7, 7, 8]),
+            branches=branches,
+            statuses=some(list(Status)) or frozenset({Status.ACTIVE}),
+            ownership=some(list(Ownership)),
+            mem_type=some(list(MemType)),
+            tags=rnd.choice([(), (), (TagFilter("k", "v"),)]),
+            as_of_ms=rnd.choice([None, None, int((NOW - timedelta(days=1)).timestamp() * 1000)]),
+            tenant_id=rnd.choice(["t1", "t1", "t1", "default"]),
+        )
+        mask, exact = idx.allowed(pred)
+        want = [pred.matches(r) for r in records]
+        if exact:
+            assert mask.tolist() == want, pred
+        else:
+            assert all(m or not w for m, w in zip(mask.tolist(), want, strict=True)), pred
+            assert [bool(m) and pred.matches(r) for m, r in zip(mask, records, strict=True)] == want
+        if exact:  # and the channels give what filtering record by record gives
+            q = rng.normal(size=DIM)
+            assert idx.dense(q, 20, rows=mask) == idx.dense(q, 20, keep=pred.matches)
+            text = TEXTS[rnd.randrange(len(TEXTS))]
+            assert idx.lexical(text, 20, rows=mask) == idx.lexical(text, 20, keep=pred.matches)
+            hits += bool(want.count(True))
+    assert hits > 40  # not a vacuous walk: ~70 of the ~180 exact predicates match something

@@ -83,3 +83,20 @@ def test_user_id_is_a_json_integer(raw, ok) -> None:
 def test_query_times_are_utc_inside_what_the_store_holds(value, expected) -> None:
     got = TypeAdapter(QueryTime).validate_python(value)
     assert got == expected and got.tzinfo is UTC
+
+
+def test_clip_tags_cuts_a_legacy_deep_tree_at_the_limit_and_keeps_it_as_text() -> None:
+    import json
+
+    from schemas.limits import MAX_TAGS_DEPTH, clip_tags, json_depth
+
+    small = {"a": {"b": [1, {"c": 2}]}}
+    assert clip_tags(small) is small
+    deep = {"topic": "bike", "deep": nested(252), "list": [[[[[[[[[[1]]]]]]]]]]}
+    clipped = clip_tags(deep)
+    assert json_depth(clipped) == MAX_TAGS_DEPTH and clipped["topic"] == "bike"
+    node = clipped["deep"]
+    for _ in range(MAX_TAGS_DEPTH - 2):
+        node = node["k"]
+    assert isinstance(node["k"], str) and json.loads(node["k"]) == nested(252 - MAX_TAGS_DEPTH + 1)
+    assert json_depth(clip_tags({"l": deep["list"]})) == MAX_TAGS_DEPTH

@@ -1,0 +1,163 @@
+"""The read endpoints of ``/memory/v1`` and the waits on an add or an export, once for both
+clients (``memstream.client``): each describes its call; the client's ``_run`` sends it.
+A wait is a call repeated until its answer settles (``Call.until``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memstream._transport import V1, Call, Runner
+from memstream.errors import error_for
+from schemas.enums import Level, MemType, OpType, Ownership
+from schemas.responses import (
+    ChangeLogPage,
+    ExportStatus,
+    History,
+    RecallResult,
+    TaskStatus,
+    UserMemories,
+)
+
+
+def _task_failed(task: TaskStatus) -> None:
+    """A failed add surfaces as the exception of its code (e.g. 50001 extraction failed)."""
+    if task.status == "failed":
+        raise error_for(task.code or 50000, f"task {task.task_id} failed: {task.reason or '?'}")
+
+
+class Reads(Runner):
+    def recall(
+        self,
+        user_id: int,
+        query: str,
+        *,
+        app_id: str | None = None,
+        session_id: str | None = None,
+        include_global: bool | None = None,
+        cross_app: bool | None = None,
+        ownership: Sequence[Ownership | str] | None = None,
+        mem_type: Sequence[MemType | str] | None = None,
+        custom_tags: Sequence[str] | None = None,
+        top_k: int | None = None,
+        min_relevance: float | None = None,
+        include_archived: bool | None = None,
+        timeout_ms: int | None = None,
+        as_of: datetime | None = None,
+    ) -> RecallResult:
+        """The memories relevant to ``query`` that the scope allows, best first."""
+        scope = {"app_id": app_id, "session_id": session_id, "include_global": include_global}
+        if cross_app is not None:
+            scope["cross_app"] = {"enabled": cross_app}
+        filters = {"ownership": ownership, "mem_type": mem_type, "custom_tags": custom_tags}
+        return self._read(
+            "recall",
+            RecallResult,
+            user_id=user_id,
+            query=query,
+            scope=scope,
+            filter={k: list(v) for k, v in filters.items() if v is not None},
+            top_k=top_k,
+            min_relevance=min_relevance,
+            include_archived=include_archived,
+            timeout_ms=timeout_ms,
+            as_of=as_of,
+        )
+
+    def history(self, user_id: int, memory_id: str) -> History:
+        """The memory, the chain of what it superseded and what superseded it, its changes."""
+        return self._read("history", History, user_id=user_id, memory_id=memory_id)
+
+    def change_log(
+        self,
+        user_id: int,
+        *,
+        app_id: str | None = None,
+        level: Level | str | None = None,
+        op_types: Sequence[OpType | str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        page: int | None = None,
+        page_size: int | None = None,
+    ) -> ChangeLogPage:
+        """One page of the user's changes, newest first."""
+        return self._read(
+            "change_log",
+            ChangeLogPage,
+            user_id=user_id,
+            app_id=app_id,
+            level=level,
+            op_types=list(op_types) if op_types is not None else None,
+            start=start,
+            end=end,
+            page=page,
+            page_size=page_size,
+        )
+
+    def user_list(
+        self,
+        user_id: int,
+        *,
+        include_deleted: bool | None = None,
+        page: int | None = None,
+        page_size: int | None = None,
+    ) -> UserMemories:
+        """One page of all the user's memories (history included), grouped by scope."""
+        return self._read(
+            "user/list",
+            UserMemories,
+            user_id=user_id,
+            include_deleted=include_deleted,
+            page=page,
+            page_size=page_size,
+        )
+
+    def task(self, task_id: str) -> TaskStatus:
+        """The status of an ``add``."""
+        return self._run(Call("GET", f"{V1}/tasks/{task_id}", None, TaskStatus))
+
+    def wait_task(
+        self, task_id: str, *, timeout_s: float = 60.0, every_s: float = 0.2
+    ) -> TaskStatus:
+        """Poll ``tasks/{task_id}`` until the add is applied: its status when ``done``;
+        a failed add raises its code's exception; ``TaskPending`` after ``timeout_s``."""
+        return self._run(
+            Call(
+                "GET",
+                f"{V1}/tasks/{task_id}",
+                None,
+                TaskStatus,
+                until=lambda t: t.settled,
+                poll_s=timeout_s,
+                poll_every_s=every_s,
+                check=_task_failed,
+            )
+        )
+
+    def export_status(self, export_id: str, *, link_ttl_s: int | None = None) -> ExportStatus:
+        """An export's state; once ``done`` it carries a signed download ``url``."""
+        path = f"{V1}/export/{export_id}"
+        if link_ttl_s is not None:
+            path += f"?link_ttl_s={int(link_ttl_s)}"
+        return self._run(Call("GET", path, None, ExportStatus))
+
+    def wait_export(
+        self, export_id: str, *, timeout_s: float = 60.0, every_s: float = 0.2
+    ) -> ExportStatus:
+        """Poll ``export_status`` until the export is no longer running."""
+        return self._run(
+            Call(
+                "GET",
+                f"{V1}/export/{export_id}",
+                None,
+                ExportStatus,
+                until=lambda x: x.status != "running",
+                poll_s=timeout_s,
+                poll_every_s=every_s,
+            )
+        )
+
+    def download_export(self, url: str) -> list[dict[str, Any]]:
+        """The lines of a finished export (``ExportStatus.url``, a signed link)."""
+        return self._run(Call("GET", url, None, "ndjson"))

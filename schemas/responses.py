@@ -1,0 +1,241 @@
+"""The ``data`` of each HTTP API answer (DESIGN §6), as a client reads it.
+
+The routes build these payloads as plain dicts (``MemoryRecord.public()``,
+``recall_api.routes.recall.item``, the writer's command results); these models name
+their fields for callers (``memstream.client``). They ignore fields they do not know, so
+a newer server with more fields still parses; the client's integration tests parse every
+answer of a real API through them, which is what keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Source(_Data):
+    """Where a memory came from: ``msg_ids`` holds every source turn (several for a
+    consolidated memory)."""
+
+    session_id: str | None = None
+    msg_id: str | None = None
+    msg_ids: list[str] = Field(default_factory=list)
+
+
+class AddAccepted(_Data):
+    """``add``: the turns are queued for extraction; poll ``tasks/{task_id}``."""
+
+    task_id: str
+    accepted: bool
+
+
+class TaskCounts(_Data):
+    added: int = 0
+    updated: int = 0
+    superseded: int = 0
+    skipped: int = 0
+    evicted: int = 0
+
+
+class TaskStatus(_Data):
+    """``tasks/{task_id}``: ``accepted`` until the ingest has applied the add, then
+    ``done`` (with counts and the memories it touched) or ``failed`` (code, reason)."""
+
+    task_id: str
+    status: str
+    user_id: int | None = None
+    app_id: str | None = None
+    updated_at: float | None = None
+    counts: TaskCounts | None = None
+    memory_ids: list[str] = Field(default_factory=list)
+    degraded: bool = False
+    code: int | None = None
+    reason: str | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.status in ("done", "failed")
+
+
+class StructuredAdded(_Data):
+    """``add_structured``: the memory is durable; ``duplicate`` when the same text was
+    already stored (its id is answered)."""
+
+    memory_id: str
+    duplicate: bool = False
+    evicted: Any = None
+
+
+class RecalledMemory(_Data):
+    memory_id: str
+    content: str
+    ownership: Ownership
+    mem_type: MemType
+    level: Level
+    app_id: str | None = None
+    session_id: str | None = None
+    status: Status = Status.ACTIVE
+    weight: float
+    relevance: float
+    score: float
+    is_important: bool = False
+    created_at: datetime | None = None
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    custom_tags: dict[str, Any] = Field(default_factory=dict)
+    source: Source = Field(default_factory=Source)
+
+
+class RecallResult(_Data):
+    """``recall``: the memories best first; ``hit`` is false when none passed the
+    relevance threshold."""
+
+    hit: bool
+    memories: list[RecalledMemory] = Field(default_factory=list)
+
+
+class Memory(_Data):
+    """A stored memory as ``user/list`` and ``history`` show it."""
+
+    memory_id: str
+    content: str
+    user_id: int
+    app_id: str | None = None
+    session_id: str | None = None
+    level: Level
+    ownership: Ownership
+    mem_type: MemType
+    status: Status
+    weight: float
+    is_important: bool = False
+    recall_count: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    last_recalled_at: datetime | None = None
+    expire_at: datetime | None = None
+    archived_at: datetime | None = None
+    deleted_at: datetime | None = None
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    superseded_by: str | None = None
+    custom_tags: dict[str, Any] = Field(default_factory=dict)
+    source: Source = Field(default_factory=Source)
+
+
+class Change(_Data):
+    """One row of the immutable change log."""
+
+    change_id: str
+    memory_id: str
+    user_id: int
+    app_id: str | None = None
+    level: Level
+    op_type: OpType
+    content_before: str = ""
+    content_after: str = ""
+    reason: str = ""
+    op_source: OpSource
+    op_time: datetime
+    task_id: str = ""
+    sanitized: bool = False
+
+
+class Updated(_Data):
+    memory_id: str
+    updated: list[str] = Field(default_factory=list)
+    reembedded: bool = False
+
+
+class Deleted(_Data):
+    """``delete`` / ``batch_delete``: gone from recall now, physically after retention."""
+
+    deleted: int
+    memory_ids: list[str] = Field(default_factory=list)
+    not_found: list[str] = Field(default_factory=list)
+    physical_removal_due: datetime | None = None
+
+
+class Purged(Deleted):
+    crypto_shredded: bool = False
+    exports_deleted: int | None = None
+    raw_transcripts_expire_within_h: int | None = None
+
+
+class History(_Data):
+    """``history``: the memory, its supersede chain (oldest first) and every change."""
+
+    memory: Memory
+    chain: list[Memory] = Field(default_factory=list)
+    changes: list[Change] = Field(default_factory=list)
+
+
+class ChangeLogPage(_Data):
+    items: list[Change] = Field(default_factory=list)
+    total: int
+    page: int
+    page_size: int
+    has_more: bool
+
+
+class ScopedMemories(_Data):
+    """``user/list`` groups by scope: GLOBAL, APP by app id, SESSION by session id."""
+
+    GLOBAL: list[Memory] = Field(default_factory=list)
+    APP: dict[str, list[Memory]] = Field(default_factory=dict)
+    SESSION: dict[str, list[Memory]] = Field(default_factory=dict)
+
+    def all(self) -> list[Memory]:
+        """Every memory of the page, GLOBAL first, then each app's, then each session's."""
+        out = list(self.GLOBAL)
+        for group in (self.APP, self.SESSION):
+            for items in group.values():
+                out.extend(items)
+        return out
+
+
+class UserMemories(_Data):
+    memories: ScopedMemories
+    total: int
+    page: int
+    page_size: int
+    has_more: bool
+
+
+class Switched(_Data):
+    user_id: int
+    app_id: str | None = None
+    enabled: bool
+
+
+class ExportStarted(_Data):
+    export_id: str
+    status: str
+
+
+class ExportStatus(_Data):
+    """``export/{export_id}``: ``running``, ``failed`` (reason) or ``done`` with the
+    counts and a signed download ``url`` (a path on the API) valid until ``expires``."""
+
+    export_id: str
+    status: str
+    user_id: int | None = None
+    memories: int | None = None
+    changes: int | None = None
+    reason: str | None = None
+    url: str | None = None
+    expires: int | None = None
+
+
+class SessionClosed(_Data):
+    promoted: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)
+    refused: list[str] = Field(default_factory=list)
+    pending_memory_id: str | None = None

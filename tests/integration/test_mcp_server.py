@@ -1,0 +1,84 @@
+"""``memstream mcp`` as an MCP host runs it: ``python -m ops.cli mcp`` spawned by the
+official SDK's stdio client, its tools calling the real API (uvicorn over the session's
+stores) with an app key."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client as McpClient
+from mcp.client.stdio import StdioServerParameters
+
+from memstream import Client
+from tests.helpers.api_server import make_key, running_api
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = {"add_memory", "recall_memories", "update_memory", "delete_memory", "list_memories"}
+
+
+@pytest.fixture(scope="module")
+def served(settings, stores, runtime, ingest, tmp_path_factory):
+    path = tmp_path_factory.mktemp("mcp-keys") / "api_keys.json"
+    key = make_key(path, "app", ("appA",))
+    with running_api(settings.model_copy(update={"api_keys_file": path}), stores, runtime) as url:
+        yield url, key
+
+
+def _stdio(url: str, key: str, user_id: int) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ops.cli", "mcp", "--api-url", url, "--user-id", str(user_id)],
+        env={"MEMSTREAM_API_KEY": key, "PYTHONPATH": str(REPO), "MEMSTREAM_LOG_JSON": "false"},
+        cwd=str(REPO),
+    )
+
+
+async def _call(mcp: McpClient, tool: str, **arguments: Any) -> tuple[bool, Any]:
+    result = await mcp.call_tool(tool, arguments)
+    if result.is_error:
+        return True, result.content[0].text
+    return False, result.structured_content
+
+
+def test_tools_over_a_real_stdio_session(served, user_id) -> None:
+    url, key = served
+    with Client(url, key) as memory:
+        seeded = memory.add_structured(user_id, "I am allergic to peanuts.", app_id="appA")
+    params = _stdio(url, key, user_id)
+    params.args += ["--app-id", "appA"]
+
+    async def session() -> None:
+        async with McpClient(params, read_timeout_seconds=60) as mcp:
+            listed = await mcp.list_tools()
+            assert {t.name for t in listed.tools} == TOOLS
+            recall = next(t for t in listed.tools if t.name == "recall_memories")
+            assert "query" in recall.input_schema["required"]
+
+            failed, found = await _call(mcp, "recall_memories", query="what food should I avoid?")
+            assert not failed and found["hit"], found
+            assert found["memories"][0]["memory_id"] == seeded.memory_id
+
+            failed, added = await _call(mcp, "add_memory", content="I live in Lisbon")
+            assert not failed, added
+            mid = added["memory_id"]
+            failed, updated = await _call(
+                mcp, "update_memory", memory_id=mid, content="I live in Porto"
+            )
+            assert not failed and "content" in updated["updated"], updated
+            failed, page = await _call(mcp, "list_memories")
+            assert not failed and page["total"] == 2, page
+            assert "I live in Porto" in {m["content"] for m in page["memories"]["APP"]["appA"]}
+            failed, deleted = await _call(mcp, "delete_memory", memory_id=mid)
+            assert not failed and deleted["deleted"] == 1, deleted
+            # the API's refusal reaches the model as a tool error that names the code
+            failed, text = await _call(mcp, "delete_memory", memory_id=mid)
+            assert failed and "40401: memory" in text, text
+            failed, text = await _call(mcp, "recall_memories", query="tea", app_id="appB")
+            assert failed and "40101:" in text, text  # not this key's app
+
+    asyncio.run(session())
