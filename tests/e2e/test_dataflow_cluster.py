@@ -304,6 +304,7 @@ def test_lifecycle_on_two_processes_acts_on_each_memory_once_per_pass(
     prefix, base = f"lc{run}.", 30_000_000 + (int(run, 16) % 100_000) * 100
     env = _settings(servers, shared_stores, prefix, tmp_path / "d")
     env |= {"MEMSTREAM_ARCHIVE_THRESHOLD": "0.95", "MEMSTREAM_LIFECYCLE_INTERVAL_S": "2"}
+    env["MEMSTREAM_LOG_JSON"] = "true"
     ingest = _start(env, tmp_path, "ingest", 1)
     lifecycle: list[subprocess.Popen] = []
     try:
@@ -312,7 +313,9 @@ def test_lifecycle_on_two_processes_acts_on_each_memory_once_per_pass(
         lifecycle = _start(env, tmp_path, "lc", 2, flow="lifecycle", workers=2)
 
         def passes(i: int) -> int:
-            return (tmp_path / f"lc-{i}.log").read_text().count("lifecycle pass")
+            text = (tmp_path / f"lc-{i}.log").read_text()
+            assert "lifecycle pass failed" not in text, text[-3000:]
+            return text.count('"msg": "lifecycle pass"')  # JSON lines: a failure's error too
 
         wait_for(lambda: passes(0) >= 3, timeout=120, interval=0.5, what="3 passes")
     finally:

@@ -4,7 +4,7 @@ server: Debian's is 18.16, from 2018, and there is no container runtime).
 
 The SQL runs on the real engine (chDB, the ClickHouse code); only the transport is this
 file's: a POST's SQL (the body, or ``query=`` with the body as an insert's data) runs as
-is, ``param_*`` bind server-side parameters, an insert's Native data is handed to the
+is, ``param_*`` bind server-side parameters (in the URL, or as form fields when long), an insert's Native data is handed to the
 engine through ``FROM INFILE``, and errors come back as ClickHouse sends them (HTTP 500,
 ``X-ClickHouse-Exception-Code``). Transport settings (sessions, progress headers,
 compression) are accepted and not applied; one query runs at a time. Enough for
@@ -23,6 +23,8 @@ import sys
 import tempfile
 import threading
 import zlib
+from email.parser import BytesParser
+from email.policy import default
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlparse
 
@@ -47,6 +49,17 @@ def _decompress(data: bytes, encoding: str | None) -> bytes:
     if encoding == "deflate":
         return zlib.decompress(data)
     raise ValueError(f"unsupported Content-Encoding {encoding}")
+
+
+def _form_fields(content_type: str, body: bytes) -> dict[str, str]:
+    """The text fields of a multipart/form-data body (the client's long queries)."""
+    msg = BytesParser(policy=default).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + body
+    )
+    return {
+        part.get_param("name", header="content-disposition"): part.get_content()
+        for part in msg.iter_parts()
+    }
 
 
 class Engine:
@@ -121,6 +134,10 @@ def serve(path: str, port: int) -> None:
         def do_POST(self) -> None:
             query = dict(parse_qsl(urlparse(self.path).query, keep_blank_values=True))
             body = _decompress(self._body(), self.headers.get("Content-Encoding"))
+            ctype = self.headers.get("Content-Type") or ""
+            if ctype.startswith("multipart/form-data"):  # long parameters: query and param_*
+                query |= _form_fields(ctype, body)
+                body = b""
             params = {k[6:]: v for k, v in query.items() if k.startswith("param_")}
             if "query" in query:
                 sql, data = query["query"].encode(), body
