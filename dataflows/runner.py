@@ -1,7 +1,8 @@
 """Run dataflows in-process (the embedded node) with recovery, restarting on failure.
 
-Each flow runs in a daemon thread under ``bytewax.run.cli_main`` with its recovery store
-under ``<data_dir>/recovery/<flow>``, created once. A flow that raises (a broker that
+Each flow runs in a daemon thread under ``bytewax.run.cli_main`` (``workers`` Bytewax
+workers, one by default) with its recovery store under ``<data_dir>/recovery/<flow>``,
+created once. A flow that raises (a broker that
 went away, say) is rebuilt and restarted with backoff; recovery resumes it from its
 last snapshot, and deterministic ids make the replay harmless. ``on_failure`` runs
 before the restart: the ingest flow drops the hot cache there, because its writer
@@ -76,8 +77,10 @@ class FlowThread(threading.Thread):
         epoch_s: float = 2.0,
         stop: threading.Event | None = None,
         on_failure: Callable[[], None] | None = None,
+        workers: int = 1,
     ):
         super().__init__(name=f"flow-{name}", daemon=True)
+        self.workers = workers  # Bytewax workers (threads) of this one-process cluster
         self._on_failure = on_failure
         self.flow_name = name
         self._build = build
@@ -101,7 +104,10 @@ class FlowThread(threading.Thread):
                 rc = recovery_config(self._data_dir, self.flow_name) if self._data_dir else None
                 self.running.set()
                 cli_main(
-                    flow, workers_per_process=1, epoch_interval=self._epoch, recovery_config=rc
+                    flow,
+                    workers_per_process=self.workers,
+                    epoch_interval=self._epoch,
+                    recovery_config=rc,
                 )
                 log.info("flow finished", extra={"fields": {"flow": self.flow_name}})
                 return

@@ -174,6 +174,9 @@ def _add_ingest(sub: Any) -> None:
     p.add_argument("--rate", type=float, default=40.0, help="freshness phase, conversations/s")
     p.add_argument("--freshness-n", type=_positive, default=400)
     bench_report.add_options(p)
+    p.add_argument(
+        "--workers", type=_positive, default=1, help="Bytewax workers of the flow (node: 1)"
+    )
     p.set_defaults(func=_run_ingest)
 
 
@@ -192,9 +195,11 @@ def _run_ingest(args: argparse.Namespace) -> int:
         users=args.users,
         rate=args.rate,
         freshness_n=args.freshness_n,
+        workers=args.workers,
     )
     print(
-        f"ingest: {result['conversations_per_s']} conversations/s, {result['facts_per_s']} "
+        f"ingest ({result['workers']} worker(s), facts embedded by worker "
+        f"{result['embedded_by_worker']}): {result['conversations_per_s']} conversations/s, {result['facts_per_s']} "
         f"facts/s; freshness at {result['freshness_rate_per_s']:g}/s: p50 "
         f"{result['freshness_p50_ms']} ms, p95 {result['freshness_p95_ms']} ms",
         file=sys.stderr,

@@ -23,6 +23,7 @@ from confluent_kafka import Producer
 
 from core.settings import Settings
 from dataflows.ingest.flow import build_flow
+from dataflows.ingest.shards import WorkerCounts
 from dataflows.runner import FlowThread
 from ops.bench_env import BenchStack, bench_stack, percentiles, rate_series
 from ops.bench_sampler import ProcSampler
@@ -123,14 +124,18 @@ def wait_done(
     return {"results": results, "missing": len(pending)}
 
 
-def start_ingest(env: BenchStack) -> FlowThread:
-    """The ingest flow running in a thread of this process, as in the node; model warm."""
+def start_ingest(
+    env: BenchStack, workers: int = 1, embedded: WorkerCounts | None = None
+) -> FlowThread:
+    """The ingest flow running in a thread of this process, as in the node (``workers``
+    Bytewax workers; the node runs 1); model warm. ``embedded`` counts facts per worker."""
     flow = FlowThread(
         "ingest",
-        lambda: build_flow(env.runtime),
+        lambda: build_flow(env.runtime, workers=workers, embedded=embedded),
         env.data_dir,
         stop=env.runtime.stop,
         on_failure=env.runtime.cache.clear,
+        workers=workers,
     )
     flow.start()
     env.runtime.embedder.embed(["warm up the model"])
@@ -143,12 +148,14 @@ def bench_ingest(
     users: int = 2000,
     rate: float = 40.0,
     freshness_n: int = 400,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Both phases; ``node``: this process's CPU and RSS per phase (the flow runs here);
     ``series``: conversations done per second in the saturation phase, every freshness
     latency, and the CPU/RSS samples: the report's charts."""
+    embedded = WorkerCounts()
     with bench_stack(settings) as env:
-        flow = start_ingest(env)
+        flow = start_ingest(env, workers, embedded)
         wait_done(env, _produce(env, 20, users, None, 1, "warm"), 60)
 
         with ProcSampler() as node_sat:
@@ -170,6 +177,9 @@ def bench_ingest(
         flow.stop()
         return {
             "bench": "ingest",
+            "workers": workers,
+            # facts each worker embedded (warm-up, saturation and freshness phases)
+            "embedded_by_worker": {str(w): n for w, n in embedded.snapshot().items()},
             "conversations": conversations,
             "elapsed_s": round(elapsed, 2),
             "conversations_per_s": round(len(results) / elapsed, 1),

@@ -228,10 +228,10 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
         rt = Runtime.build(settings, stores)
         config = follow_config(stores.kafka, settings, rt)  # live thresholds (memory.config)
         config.ready.wait(5.0)
-        flow = _build_flow(plan.flow, rt)
+        flow = _build_flow(plan.flow, rt, plan.workers * plan.processes)
         # SIGTERM (a pod stopping): the sources end the flow after the batch in flight
         signal.signal(signal.SIGTERM, lambda *_: rt.stop.set())
-        if plan.flow == "lifecycle" and plan.leader:
+        if runs_passes(plan):  # one thread in this process, whatever -w says
             from dataflows.lifecycle.schedule import LifecyclePasses
             from dataflows.lifecycle.submit import KafkaVia
 
@@ -261,9 +261,19 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     return 0
 
 
-def _build_flow(name: str, rt):  # noqa: ANN001, ANN202 - Runtime, Dataflow (lazy imports)
+def runs_passes(plan: FlowPlan) -> bool:
+    """Whether this process runs the periodic lifecycle passes: the lifecycle flow's
+    process 0 only. The passes are a thread of the process, not a step of the flow, so
+    its ``-w`` workers do not multiply them: one pass at a time per cluster."""
+    return plan.flow == "lifecycle" and plan.leader
+
+
+def _build_flow(name: str, rt, workers: int):  # noqa: ANN001, ANN202 - Runtime, Dataflow (lazy)
+    """The flow for a cluster of ``workers`` workers in all (ingest: one embed shard each)."""
     if name == "ingest":
         from dataflows.ingest.flow import build_flow
-    else:
-        from dataflows.lifecycle.flow import build_flow
+
+        return build_flow(rt, workers=workers)
+    from dataflows.lifecycle.flow import build_flow
+
     return build_flow(rt)

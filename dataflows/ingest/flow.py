@@ -3,11 +3,14 @@
     kafka (conversations + commands)
     → parse (bad → DLQ) → switch check
     → session window per (user, app, session, level, ownership)
-    → extract → embed (batched across users) → keyed writer (dedup, evolve, capacity)
+    → extract → embed (batched across the users of one worker's shard)
+    → keyed writer (dedup, evolve, capacity)
     → sink (ClickHouse, Milvus, Redis, memory.changes, task status, DLQ)
 
 ``build_flow(rt, source)`` lets tests swap the source; run it alone with
-``python -m bytewax.run dataflows.ingest.main:flow``.
+``python -m bytewax.run dataflows.ingest.main:flow``. ``workers`` is the cluster's whole
+worker count (processes x workers per process): the embed step has one shard per worker
+(``dataflows.ingest.shards``), each user's on the worker of their writer.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataflows.ingest.extract import extract
 from dataflows.ingest.items import Applied, Incoming, IncomingCommand, Rejected
 from dataflows.ingest.items import Source as Origin
 from dataflows.ingest.parse import parse_command, parse_conversation
+from dataflows.ingest.shards import WorkerCounts, embed_shard, shard_worker
 from dataflows.ingest.sink import MemorySink
 from dataflows.ingest.window import SealedItem, SessionWindow, window_key
 from dataflows.ingest.writer import Writer
@@ -51,7 +55,15 @@ def kafka_source(rt: Runtime) -> StoppableKafkaSource:
     )
 
 
-def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest") -> Dataflow:
+def build_flow(
+    rt: Runtime,
+    source: Source | None = None,
+    flow_id: str = "ingest",
+    workers: int = 1,
+    embedded: WorkerCounts | None = None,
+) -> Dataflow:
+    """The flow for a cluster of ``workers`` workers in all; ``embedded`` (optional)
+    counts the facts each worker embeds."""
     writer = Writer(rt)
     commands_topic = rt.stores.kafka.topic(TOPIC_COMMANDS)
     keys = rt.memories.cipher
@@ -131,12 +143,18 @@ def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "ingest
     extracted = op.map("extract", op.key_rm("unkey_window", windows), run_extract)  # Extracted
     # sealed while collected: the collect step snapshots what it holds at an epoch's end
     sealed = op.map("seal", extracted, lambda x: SealedItem.seal(keys, x.user_id, x, x.tenant_id))
-    shard = op.key_on("embed_shard", sealed, lambda _: "all")
+    # one shard per worker: a user's batches on the worker that owns their writer
+    shard = op.key_on("embed_shard", sealed, lambda x: embed_shard(_user_key(x), workers))
     groups = op.collect("embed_batch", shard, timeout=timedelta(milliseconds=20), max_size=64)
-    embedded = op.flat_map(
-        "embed", groups, lambda kv: embed_all(rt.embedder, rt.cache, opened(kv[1]))
-    )
-    to_writer = op.merge("to_writer", embedded, is_cmd.trues)  # Extracted | IncomingCommand
+
+    def embed(kv: tuple[str, list[SealedItem]]) -> list:
+        batches = opened(kv[1])
+        if embedded is not None:
+            embedded.add(shard_worker(kv[0], workers), sum(len(b.facts) for b in batches))
+        return embed_all(rt.embedder, rt.cache, batches)
+
+    vectors = op.flat_map("embed", groups, embed)
+    to_writer = op.merge("to_writer", vectors, is_cmd.trues)  # Extracted | IncomingCommand
     by_user = op.key_on("by_user", to_writer, _user_key)
     applied = op.key_rm("unkey_user", op.stateful_map("write", by_user, write))  # Applied
     op.output("store", op.merge("to_sink", applied, is_cmd.falses), MemorySink(rt))

@@ -2,6 +2,8 @@
 
 Settings come from the environment (``MEMSTREAM_*``) as for the node; add ``-r DIR -s
 SECS -b SECS`` for recovery (create the store once with ``python -m bytewax.recovery``).
+This flow is built for one worker (one embed shard: with ``-w`` it runs, but one worker
+embeds everything); ``memstream dataflow ingest -w N`` builds it for its cluster.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pytest
 from core.settings import Settings, get_settings
 from dataflows.runner import init_partition_share, partition_share
 from ops.cli import build_parser, main
-from ops.process_cmd import embedded_stores, plan_from_args
+from ops.process_cmd import embedded_stores, plan_from_args, runs_passes
 
 REPO = Path(__file__).resolve().parents[3]
 SERVERS = {
@@ -173,3 +173,17 @@ def test_each_process_makes_only_its_partitions_once_and_keeps_them_on_restart(t
     before = (dirs[0] / "part-0.sqlite3").stat().st_mtime_ns
     assert init_partition_share(dirs[0], 8, 0, 4) == made[0]  # a restart keeps its state
     assert (dirs[0] / "part-0.sqlite3").stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "passes"),
+    [
+        (["lifecycle"], True),  # the only process
+        (["lifecycle", "-w", "2"], True),  # one pass thread, not one per worker
+        (["lifecycle", "-w", "2", "-i", "0", "-a", "h0:1;h1:1"], True),
+        (["lifecycle", "-w", "2", "-i", "1", "-a", "h0:1;h1:1"], False),
+        (["ingest", "-i", "0", "-a", "h0:1;h1:1"], False),
+    ],
+)
+def test_the_lifecycle_passes_run_in_process_0_only_whatever_its_workers(tmp_path, argv, passes):
+    assert runs_passes(plan_from_args(_args(*argv), _settings(tmp_path))) is passes
