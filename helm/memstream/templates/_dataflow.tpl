@@ -10,6 +10,7 @@ Service), recovery partitions on each pod's own volume. Argument: dict root, flo
 {{- $full := include "memstream.fullname" $root -}}
 {{- $name := printf "%s-%s" $full .flow -}}
 {{- $port := int ($v.clusterPort | default 2101) -}}
+{{- $metrics := int ($v.metricsPort | default 9108) -}}
 {{- $partitions := int ($v.recoveryPartitions | default (mul .processes $v.workersPerProcess)) -}}
 apiVersion: v1
 kind: Service
@@ -28,6 +29,10 @@ spec:
     - name: cluster
       port: {{ $port }}
       targetPort: cluster
+      protocol: TCP
+    - name: metrics
+      port: {{ $metrics }}
+      targetPort: metrics
       protocol: TCP
 ---
 apiVersion: apps/v1
@@ -80,6 +85,8 @@ spec:
             - --recovery-partitions={{ $partitions }}
             - --snapshot-interval={{ $v.snapshotIntervalS }}
             - --backup-interval={{ $v.backupIntervalS }}
+            - --metrics-port={{ $metrics }}
+            - --metrics-host=0.0.0.0  # scraped from the pod network
             {{- if gt (int .processes) 1 }}
             - --process-id=$(POD_INDEX)
             {{- $addrs := list }}
@@ -91,6 +98,9 @@ spec:
           ports:
             - name: cluster
               containerPort: {{ $port }}
+              protocol: TCP
+            - name: metrics
+              containerPort: {{ $metrics }}
               protocol: TCP
           envFrom:
             {{- include "memstream.envFrom" $root | nindent 12 }}
