@@ -26,7 +26,7 @@ status:
 	@$(VENV)/bin/memstream status
 
 test: deps chromium venv
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .
