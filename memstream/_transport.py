@@ -19,6 +19,7 @@ would end past ``budget_s``, raising the last error.
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 import math
@@ -238,12 +239,13 @@ def retry_options(policy: RetryPolicy, call: Call) -> dict[str, Any]:
     }
 
 
-class Runner:
+class Runner(abc.ABC):
     """What the endpoint classes build on: ``_run`` sends a call (each client has its
     own), ``_write`` and ``_read`` describe the POSTs of ``/memory/v1``."""
 
-    def _run(self, call: Call) -> Any:  # pragma: no cover - each client has its own
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _run(self, call: Call) -> Any:
+        """Send ``call`` with retries: ``Client`` blocking, ``AsyncClient`` awaitable."""
 
     def _write(self, path: str, model: type, request_id: str | None, **fields: Any) -> Any:
         """A write: its idempotency key is fixed here, before the first attempt."""
