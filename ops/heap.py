@@ -22,24 +22,27 @@ TRIM_INTERVAL_S = 60.0
 _started = threading.Event()
 
 
-def trim() -> bool:
-    """One ``malloc_trim(0)``; True when glibc returned memory to the OS."""
+def _find_trim():  # noqa: ANN202 - a ctypes function, or None
     try:
         fn = ctypes.CDLL(None).malloc_trim
     except (AttributeError, OSError):
-        return False
+        return None
     fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
-    return bool(fn(0))
+    return fn
+
+
+_malloc_trim = _find_trim()  # glibc only
+
+
+def trim() -> bool:
+    """One ``malloc_trim(0)``; True when glibc returned memory to the OS."""
+    return bool(_malloc_trim(0)) if _malloc_trim is not None else False
 
 
 def start_trimmer(interval_s: float = TRIM_INTERVAL_S, stop: threading.Event | None = None) -> bool:
     """Start the once-a-minute trim thread (once per process); False when not started:
     already running, or no ``malloc_trim`` here."""
-    try:
-        ctypes.CDLL(None).malloc_trim  # noqa: B018 - probe: glibc only
-    except (AttributeError, OSError):
-        return False
-    if _started.is_set():
+    if _malloc_trim is None or _started.is_set():
         return False
     _started.set()
     done = stop or threading.Event()
