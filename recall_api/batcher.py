@@ -49,17 +49,25 @@ class QueryBatcher:
 
     def embed(self, text: str, timeout: float | None = None) -> np.ndarray:
         """The unit vector of ``text``; raises TimeoutError past ``timeout`` seconds."""
+        return self.submit(text).result(timeout)
+
+    def submit(self, text: str) -> Future[np.ndarray]:
+        """``text``'s vector as a future, without waiting: a cached text's is already
+        done. A cold recall submits its query before it waits for the user's load, so
+        the two overlap instead of adding up."""
+        fut: Future[np.ndarray] = Future()
         with self._cache_lock:
             hit = self._cache.get(text)
             if hit is not None:
                 self._cache.move_to_end(text)
                 self.cache_hits += 1
-                metrics.QUERY_CACHE_HIT.inc()
-                return hit
+        if hit is not None:
+            metrics.QUERY_CACHE_HIT.inc()
+            fut.set_result(hit)
+            return fut
         metrics.QUERY_CACHE_MISS.inc()
-        fut: Future[np.ndarray] = Future()
         self._queue.put((text, fut))
-        return fut.result(timeout)
+        return fut
 
     def close(self) -> None:
         self._queue.put(None)

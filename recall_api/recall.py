@@ -43,7 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -132,11 +132,15 @@ class Recaller:
         call = Deadline(time.monotonic() + p.timeout_ms / 1000.0)
         loop = asyncio.get_running_loop()
         try:
-            loaded = None
+            loaded, query = None, None
             if self._is_cold(p):
+                # the query embeds while the user loads: a cold recall pays the longer
+                # of the two, not their sum
+                if self.svc.settings.for_app(p.scope.app_id).recall_fusion != "lexical":
+                    query = self.batcher.submit(p.query)
                 load = loop.run_in_executor(self._loads, self._load, p, call)
                 loaded = await asyncio.wait_for(load, max(call.remaining(), 0.0))
-            work = loop.run_in_executor(self._pool, self._run, p, call, loaded)
+            work = loop.run_in_executor(self._pool, self._run, p, call, loaded, query)
             return await asyncio.wait_for(work, max(call.remaining(), 0.0))
         except TimeoutError:
             if call.abandon():
@@ -186,7 +190,13 @@ class Recaller:
         user, tenant = p.scope.user_id, p.scope.tenant_id
         return self.breaker.call(call, partial(self.svc.cache.get, tenant=tenant), user)
 
-    def _run(self, p: RecallParams, call: Deadline, loaded: UserIndex | None = None) -> list[Hit]:
+    def _run(
+        self,
+        p: RecallParams,
+        call: Deadline,
+        loaded: UserIndex | None = None,
+        query: Future[np.ndarray] | None = None,
+    ) -> list[Hit]:
         call.check()
         scope = p.scope
         pred = resolve_scope(scope, self.svc.switches.get(scope.user_id, tenant=scope.tenant_id))
@@ -197,7 +207,8 @@ class Recaller:
         t0 = time.perf_counter()
         if s.recall_fusion != "lexical":
             try:
-                qvec = self.batcher.embed(p.query, timeout=max(call.remaining(), 0.0))
+                query = query or self.batcher.submit(p.query)
+                qvec = query.result(timeout=max(call.remaining(), 0.0))
             except TimeoutError:
                 raise RecallTimeout("query embedding did not finish in time") from None
             call.check()

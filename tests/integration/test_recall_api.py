@@ -300,6 +300,40 @@ def test_cold_users_loading_do_not_hold_up_a_cached_users_recall(
         assert [w.result()["code"] for w in waiting] == [0] * len(cold)
 
 
+def test_a_cold_users_query_is_embedded_while_the_user_loads(api, runtime, user_id, monkeypatch):
+    """A cold recall submits its query to the batcher before it waits for the load: the
+    model call is made while the load is still held, and the answer is the hot one's."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from recall_api.recall import recaller_for
+
+    mem = seed(runtime, record(user_id, "My sister lives in Lisbon"))[0]
+    runtime.cache.invalidate(user_id, tenant="default")
+    batcher = recaller_for(api.app.state, api.app.state.services).batcher
+    query = f"where does my sister live {uuid.uuid4().hex[:6]}"  # never cached
+    release, seen = threading.Event(), []
+    load = runtime.cache._load_many
+
+    def held(keys):
+        seen.append(batcher.embedded)
+        release.wait(20)
+        seen.append(batcher.embedded)
+        return load(keys)
+
+    monkeypatch.setattr(runtime.cache, "_load_many", held)
+    before = batcher.embedded
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(recall, api, user_id, query, timeout_ms=20_000)
+        deadline = time.monotonic() + 10
+        while batcher.embedded == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert batcher.embedded == before + 1 and seen and not answer.done()
+        release.set()
+        assert ids(answer.result()) == [mem.memory_id]
+    assert seen[-1] == before + 1  # embedded before the load returned
+
+
 def test_an_add_loads_an_uncached_user_in_the_background(api, runtime, user_id):
     """add (and session/close) prefetch the user: the recall that tends to follow is hot."""
     from recall_api.recall import recaller_for

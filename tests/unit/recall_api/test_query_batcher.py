@@ -82,3 +82,17 @@ def test_waiting_past_the_timeout_raises_timeout_error():
     with pytest.raises(TimeoutError):
         batcher.embed("slow", timeout=0.05)
     batcher.close()
+
+
+def test_submit_returns_at_once_and_a_cached_text_is_already_done():
+    fake = FakeEmbedder(delay=0.2)
+    batcher = QueryBatcher(fake, window_ms=1)
+    started = time.monotonic()
+    fut = batcher.submit("where do I live")
+    assert time.monotonic() - started < 0.1  # queued, not embedded on the caller
+    vec = fut.result(timeout=5)
+    assert np.allclose(vec, fake._vec("query: where do I live"))
+    again = batcher.submit("where do I live")
+    assert again.done() and again.result() is vec  # the cache answered, no model call
+    assert len(fake.calls) == 1 and batcher.cache_hits == 1
+    batcher.close()
