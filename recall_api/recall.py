@@ -99,6 +99,9 @@ class Recaller:
         self.batcher = QueryBatcher(svc.embedder, cache_size=svc.settings.embedding_cache_size)
         self.cold = ColdRecords(svc.memories, svc.settings.hot_cache_budget_mb * 1024 * 1024 // 4)
         svc.memories.subscribe(self.cold.apply)
+        # keys of the users seen lately stay fresh off the request path: a cold user's
+        # snapshot load needs no ClickHouse query for its data key (sinks.keyring)
+        svc.memories.cipher.start_refresher()
         self.hits = HitPublisher(svc.stores.kafka)
         name = str(getattr(svc.embedder, "name", ""))
         self.calibration = calibration_for(name, svc.settings.dense_calibration)

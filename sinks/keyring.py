@@ -15,7 +15,12 @@ data: user 42 of two tenants has two keys, and a blob of one never opens as the 
 Cache: an LRU of at most ``cache_size`` users, each entry trusted for ``ttl_s``
 seconds. A purge in this process drops the entry at once; another process (a separate
 API, an ingest worker) stops using a destroyed key within ``ttl_s`` (and the keyed
-writer drops it when it applies the purge command).
+writer drops it when it applies the purge command). A recall process keeps its entries
+fresh ahead of time (``start_refresher``): every ``ttl_s / 4`` one query per tenant
+re-reads the entries older than ``ttl_s / 2``, so a user loaded cold from a Redis
+snapshot finds its key cached instead of paying a ClickHouse query on the request path
+(~10 ms behind the embedded engine's lock, the largest part of a snapshot load). The
+bound is the same: no entry is used older than ``ttl_s``.
 
 Tag search is a keyed blind index (``blind``): Milvus holds HMAC tokens of tag keys and
 values, never the tags; the hot path filters decrypted records in memory.
@@ -29,6 +34,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -73,6 +79,7 @@ class KeyRing:
         self.ttl_s = ttl_s
         self._cache: OrderedDict[tuple[str, int], _Entry] = OrderedDict()
         self._lock = threading.RLock()
+        self._refresher: threading.Thread | None = None
 
     @classmethod
     def from_settings(cls, s: Settings, clickhouse: ClickHouseStore) -> KeyRing:
@@ -192,6 +199,58 @@ class KeyRing:
         with self._lock:
             self._cache.pop((tenant, user_id), None)
 
+    def refresh(self, older_than_s: float | None = None, chunk: int = 2000) -> int:
+        """Re-read the cached entries older than ``older_than_s`` (default ``ttl_s / 2``)
+        in one query per tenant and ``chunk`` users; returns how many were re-read.
+
+        An entry is replaced only if the cache still holds the very entry the refresh
+        started from: one that a purge dropped (``forget``) meanwhile stays dropped, one
+        that a request reloaded meanwhile keeps the newer read. The LRU order is kept
+        (a refresh is not a use)."""
+        limit = self.ttl_s / 2 if older_than_s is None else older_than_s
+        now = time.monotonic()
+        with self._lock:
+            due = [(k, e) for k, e in self._cache.items() if now - e.loaded_at > limit]
+        by_tenant: dict[str, list[tuple[int, _Entry]]] = {}
+        for (tenant, user_id), entry in due:
+            by_tenant.setdefault(tenant, []).append((user_id, entry))
+        done = 0
+        for tenant, items in by_tenant.items():
+            for start in range(0, len(items), chunk):
+                part = items[start : start + chunk]
+                fresh = self._fetch([u for u, _ in part], tenant)[0]
+                with self._lock:
+                    for user_id, seen in part:
+                        if self._cache.get((tenant, user_id)) is seen:
+                            self._cache[(tenant, user_id)] = fresh[user_id]
+                            done += 1
+        return done
+
+    def start_refresher(self, interval_s: float | None = None) -> threading.Thread:
+        """Refresh ahead (``refresh``) every ``interval_s`` (default ``ttl_s / 4``) on a
+        daemon thread, once per ring; the thread ends when the ring is collected."""
+        with self._lock:
+            if self._refresher is not None:
+                return self._refresher
+            interval = self.ttl_s / 4 if interval_s is None else interval_s
+            ring = weakref.ref(self)
+            stop = threading.Event()
+
+            def loop() -> None:
+                while not stop.wait(interval):
+                    me = ring()
+                    if me is None:
+                        return
+                    try:
+                        me.refresh()
+                    except Exception as exc:  # the store is away: requests load as before
+                        log.info("data key refresh failed: %s", type(exc).__name__)
+                    del me
+
+            self._refresher = threading.Thread(target=loop, name="keyring-refresh", daemon=True)
+            self._refresher.start()
+            return self._refresher
+
     def rewrap_all(self) -> int:
         """Re-wrap every data key not wrapped by the current master (rotation); content
         is untouched. Returns how many were re-wrapped."""
@@ -227,6 +286,18 @@ class KeyRing:
     def _load(self, user_ids: list[int], tenant: str) -> tuple[dict[int, _Entry], int]:
         """Fetch, unwrap (re-wrapping what an old master wrapped) and cache; returns the
         entries loaded and how many keys were re-wrapped."""
+        entries, rewrapped = self._fetch(user_ids, tenant)
+        with self._lock:
+            for user_id, entry in entries.items():
+                self._cache[(tenant, user_id)] = entry
+                self._cache.move_to_end((tenant, user_id))
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return entries, rewrapped
+
+    def _fetch(self, user_ids: list[int], tenant: str) -> tuple[dict[int, _Entry], int]:
+        """The users' entries as ClickHouse holds them now (not cached here), and how
+        many keys were re-wrapped."""
         rows = self.ch.query(
             f"SELECT user_id, key_id, wrapped, master_id, created_at FROM {self._table} FINAL "
             "WHERE tenant_id = {t:String} AND user_id IN {u:Array(UInt64)} "
@@ -247,12 +318,6 @@ class KeyRing:
             entries[user_id].current = key_id  # the newest live key seals new data
         if rewrapped:
             self._insert(rewrapped)
-        with self._lock:
-            for user_id, entry in entries.items():
-                self._cache[(tenant, user_id)] = entry
-                self._cache.move_to_end((tenant, user_id))
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
         return entries, len(rewrapped)
 
     def _unwrap(

@@ -129,3 +129,62 @@ def test_prefetch_with_create_gives_every_keyless_user_one_key_in_one_insert(sto
         assert other.decrypt(u, blob) == f"secret of {u}"
     ring.prefetch(users, create=True)
     assert inserts == [2]  # nothing more to create
+
+
+def test_refresh_rereads_old_entries_and_a_destroyed_key_leaves_with_them(
+    stores, user_id, monkeypatch
+):
+    a, b = _ring(stores, b"master-refresh"), _ring(stores, b"master-refresh")
+    users = [user_id, user_id + 1, user_id + 2]
+    blobs = {u: a.encrypt(u, f"sealed for {u}") for u in users}
+    for u in users:
+        assert b.decrypt(u, blobs[u]) == f"sealed for {u}"  # b caches all three
+    order = list(b._cache)
+    stamps = {k: e.loaded_at for k, e in b._cache.items()}
+    queries = []
+    query = stores.clickhouse.query
+
+    def counted(sql, params=None):
+        queries.append(sql)
+        return query(sql, params)
+
+    monkeypatch.setattr(stores.clickhouse, "query", counted)
+    assert b.refresh(older_than_s=3600) == 0 and queries == []  # nothing old enough
+    assert a.destroy(user_id + 1) == 1  # a purge in another process
+    queries.clear()
+    assert b.refresh(older_than_s=0) == 3 and len(queries) == 1  # one query for all
+    assert list(b._cache) == order  # a refresh is not a use: the LRU order is kept
+    assert all(b._cache[k].loaded_at > stamps[k] for k in order)
+    with pytest.raises(KeyDestroyed):  # gone at the refresh, not at the TTL
+        b.decrypt(user_id + 1, blobs[user_id + 1])
+    assert b.decrypt(user_id + 2, blobs[user_id + 2]) == f"sealed for {user_id + 2}"
+
+
+def test_a_purge_during_a_refresh_stays_purged(stores, user_id):
+    ring = _ring(stores, b"master-refresh-race")
+    blob = ring.encrypt(user_id, "zq refresh race")
+    fetch = ring._fetch
+
+    def fetch_then_forgotten(users, tenant):
+        got = fetch(users, tenant)  # read before the purge's destroy
+        ring.forget(user_id)  # what a concurrent purge does
+        return got
+
+    ring._fetch = fetch_then_forgotten
+    assert ring.refresh(older_than_s=0) == 0  # the old read is not published
+    assert ("default", user_id) not in ring._cache
+    ring._fetch = fetch
+    assert ring.decrypt(user_id, blob) == "zq refresh race"  # (not destroyed: re-read)
+
+
+def test_the_refresher_keeps_entries_fresh_without_a_request(stores, user_id):
+    import time
+
+    ring = _ring(stores, b"master-refresher", ttl_s=0.4)
+    ring.encrypt(user_id, "x")
+    first = ring._cache[("default", user_id)].loaded_at
+    thread = ring.start_refresher()
+    assert ring.start_refresher() is thread and thread.daemon  # one per ring
+    time.sleep(1.2)
+    entry = ring._cache[("default", user_id)]
+    assert entry.loaded_at > first and time.monotonic() - entry.loaded_at <= ring.ttl_s
