@@ -82,6 +82,18 @@ Gathered = tuple[dict[str, Fact], dict[str, float], dict[str, float], Records]
 Hit = tuple[MemoryRecord, Ranked]  # the record and the numbers that placed it
 
 
+@dataclass(slots=True)
+class _Load:
+    """One user's cold load in flight, shared by every recall of that user that arrives
+    meanwhile (a session's next questions, a prefetch): one load-pool thread, not one
+    each, so a cold user's burst cannot hold every load thread while other cold users
+    queue behind it."""
+
+    future: Future[UserIndex | None]  # None: a prefetch that failed (recall loads)
+    waiters: int = 0
+    keep: bool = False  # a prefetch: runs even if no recall waits for it
+
+
 @dataclass(frozen=True, slots=True)
 class RecallParams:
     scope: ScopeRequest
@@ -112,8 +124,9 @@ class Recaller:
         self._loads = ThreadPoolExecutor(
             svc.settings.hot_cache_max_loads, thread_name_prefix="recall-load"
         )
-        self._prefetch_lock = threading.Lock()
+        self._prefetch_lock = threading.RLock()  # (a cancel runs _landed under it)
         self._prefetching: set[UserKey] = set()
+        self._inflight: dict[UserKey, _Load] = {}  # under _prefetch_lock
         self.prefetched = 0  # background loads queued by prefetch
         # The event loop, the recall workers and the embedding thread hand the GIL to
         # each other on every request; with CPython's default 5 ms switch interval a
@@ -141,8 +154,7 @@ class Recaller:
                 # of the two, not their sum
                 if self.svc.settings.for_app(p.scope.app_id).recall_fusion != "lexical":
                     query = self.batcher.submit(p.query)
-                load = loop.run_in_executor(self._loads, self._load, p, call)
-                loaded = await asyncio.wait_for(load, max(call.remaining(), 0.0))
+                loaded = await self._await_load(p, call)
             work = loop.run_in_executor(self._pool, self._run, p, call, loaded, query)
             return await asyncio.wait_for(work, max(call.remaining(), 0.0))
         except TimeoutError:
@@ -165,18 +177,47 @@ class Recaller:
         if self.svc.cache.peek(user_id, tenant=tenant) is not None:
             return False
         with self._prefetch_lock:
-            if key in self._prefetching or len(self._prefetching) >= PREFETCH_QUEUE:
+            if key in self._inflight or len(self._prefetching) >= PREFETCH_QUEUE:
                 return False
             self._prefetching.add(key)
             self.prefetched += 1
-        self._loads.submit(self._prefetch, key)
+            load = self._inflight[key] = _Load(self._loads.submit(self._prefetch, key), keep=True)
+            load.future.add_done_callback(partial(self._landed, key, load))
         return True
 
-    def _prefetch(self, key: UserKey) -> None:
+    async def _await_load(self, p: RecallParams, call: Deadline) -> UserIndex | None:
+        """Join the user's load in flight, or start it; wait within the deadline. The
+        last recall to give up on a load that has not started yet cancels it (as a
+        timed-out executor call would), so a storm of timed-out cold users leaves no
+        queue of loads nobody waits for."""
+        key = UserKey(p.scope.tenant_id, p.scope.user_id)
+        with self._prefetch_lock:
+            load = self._inflight.get(key)
+            if load is None:
+                load = self._inflight[key] = _Load(self._loads.submit(self._load, p, call))
+                load.future.add_done_callback(partial(self._landed, key, load))
+            load.waiters += 1
         try:
-            self.svc.cache.get(key.user_id, tenant=key.tenant)
+            # shield: one waiter's timeout must not cancel the load the others wait for
+            wait = asyncio.shield(asyncio.wrap_future(load.future))
+            return await asyncio.wait_for(wait, max(call.remaining(), 0.0))
+        finally:
+            with self._prefetch_lock:  # (under the lock: nobody joins a cancelled load)
+                load.waiters -= 1
+                if load.waiters == 0 and not load.keep:
+                    load.future.cancel()  # False (and nothing done) once it is running
+
+    def _landed(self, key: UserKey, load: _Load, _: Future[UserIndex | None]) -> None:
+        with self._prefetch_lock:
+            if self._inflight.get(key) is load:
+                del self._inflight[key]
+
+    def _prefetch(self, key: UserKey) -> UserIndex | None:
+        try:
+            return self.svc.cache.get(key.user_id, tenant=key.tenant)
         except Exception as exc:  # a store outage: the recall will say so, not this
             log.info("prefetch of a user failed: %s", type(exc).__name__)
+            return None
         finally:
             with self._prefetch_lock:
                 self._prefetching.discard(key)

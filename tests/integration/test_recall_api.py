@@ -334,6 +334,64 @@ def test_a_cold_users_query_is_embedded_while_the_user_loads(api, runtime, user_
     assert seen[-1] == before + 1  # embedded before the load returned
 
 
+def test_a_cold_users_burst_shares_one_load_and_leaves_the_other_load_thread_free(
+    api, runtime, user_id, monkeypatch
+):
+    """Three recalls of one cold user (a session) wait on one load; before, each took a
+    load thread (hot_cache_max_loads = 2), so a second cold user queued behind them."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    a, b = user_id, user_id + 1
+    seed(runtime, record(a, "I keep bees on the roof"), record(b, "I play the cello"))
+    for u in (a, b):
+        runtime.cache.invalidate(u, tenant="default")
+    release, loading = threading.Event(), []
+    load = runtime.cache._load_many
+
+    def held(keys):
+        loading.extend(k.user_id for k in keys)
+        release.wait(20)
+        return load(keys)
+
+    monkeypatch.setattr(runtime.cache, "_load_many", held)
+    with ThreadPoolExecutor(4) as pool:
+        session = [pool.submit(recall, api, a, "bees", timeout_ms=20_000) for _ in range(3)]
+        deadline = time.monotonic() + 10
+        while not loading and time.monotonic() < deadline:
+            time.sleep(0.01)
+        other = pool.submit(recall, api, b, "cello", timeout_ms=20_000)
+        while len(loading) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            assert sorted(loading) == [a, b]  # b's load runs while a's is held
+        finally:
+            release.set()
+        assert [w.result()["data"]["hit"] for w in session] == [True] * 3
+        assert other.result()["data"]["hit"] is True
+    assert sorted(loading) == [a, b]  # one load each
+
+
+def test_a_cold_recall_that_times_out_first_does_not_fail_the_others_waiting(
+    api, runtime, user_id, monkeypatch
+):
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    seed(runtime, record(user_id, "I keep bees on the roof"))
+    runtime.cache.invalidate(user_id, tenant="default")
+    release = threading.Event()
+    load = runtime.cache._load_many
+    monkeypatch.setattr(runtime.cache, "_load_many", lambda keys: (release.wait(20), load(keys))[1])
+    with ThreadPoolExecutor(2) as pool:
+        patient = pool.submit(recall, api, user_id, "bees", timeout_ms=20_000)
+        time.sleep(0.2)
+        hasty = recall(api, user_id, "bees", timeout_ms=300)
+        assert hasty["code"] == 50401
+        release.set()
+        assert patient.result()["data"]["hit"] is True
+
+
 def test_an_add_loads_an_uncached_user_in_the_background(api, runtime, user_id):
     """add (and session/close) prefetch the user: the recall that tends to follow is hot."""
     from recall_api.recall import recaller_for
