@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.logs import new_trace_id, trace_id_var
 from core.settings import Settings
@@ -14,6 +15,44 @@ from recall_api.metrics import LATENCY, REQUESTS
 from recall_api.routes import add, admin, console, manage, privacy, recall, session
 from recall_api.services import Services
 from sinks.stores import Stores
+
+
+class Trace:
+    """ASGI middleware: the request's trace id (``x-trace-id``, else a new one) for the
+    logs and the envelope, echoed as a response header; latency and count by route and
+    code. Plain ASGI rather than ``@app.middleware("http")`` (Starlette's
+    ``BaseHTTPMiddleware``), which runs every request through a task group and memory
+    streams on the event loop all requests share: ~0.9 ms of CPU per request measured
+    here (in-process ASGI client, a ten-memory envelope), against ~0 for this one."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope["headers"]).get(b"x-trace-id", b"").decode("latin-1")
+        trace_id = sent or new_trace_id()
+        header = (b"x-trace-id", trace_id.encode("latin-1"))
+        status = 500  # what a failure before the response started is counted as
+        started = time.perf_counter()
+
+        async def send_traced(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), header]
+            await send(message)
+
+        token = trace_id_var.set(trace_id)
+        try:
+            await self.app(scope, receive, send_traced)
+        finally:
+            trace_id_var.reset(token)
+            path = getattr(scope.get("route"), "path", "unmatched")
+            LATENCY.labels(path, str(status)).observe(time.perf_counter() - started)
+            REQUESTS.labels(path, str(status)).inc()
 
 
 def create_app(settings: Settings, stores: Stores, services: Services | None = None) -> FastAPI:
@@ -28,22 +67,7 @@ def create_app(settings: Settings, stores: Stores, services: Services | None = N
     # an add's body is at most its event; the slack is for the JSON around the turns
     install_error_handlers(app, max_body_bytes=settings.max_event_bytes + 64 * 1024)
 
-    @app.middleware("http")
-    async def _trace(request: Request, call_next):  # type: ignore[no-untyped-def]
-        trace_id = request.headers.get("x-trace-id") or new_trace_id()
-        token = trace_id_var.set(trace_id)
-        started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        finally:
-            trace_id_var.reset(token)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        code = str(response.status_code)
-        LATENCY.labels(path, code).observe(time.perf_counter() - started)
-        REQUESTS.labels(path, code).inc()
-        response.headers["x-trace-id"] = trace_id
-        return response
+    app.add_middleware(Trace)  # outermost of ours: every envelope carries its trace id
 
     app.include_router(health.router)
     app.include_router(admin.router)  # loopback only; needs app.state.lifecycle_runner
