@@ -5,9 +5,9 @@ The lifecycle flow turns them into weight recovery and ``last_recalled_at``.
 once; that thread only puts it on librdkafka's local queue. Not a FastAPI background
 task on purpose: the response is not finished until the background tasks ran (behind
 the Starlette ``BaseHTTPMiddleware`` the app used to have, +3 ms per recall), and the
-work would sit on the event loop every request shares. A full queue or a dead broker loses the hit (logged
-and counted) rather than failing anything — a missed recovery step is harmless, a
-blocked recall is not.
+work would sit on the event loop every request shares. A full queue or a dead broker
+loses the hit (logged and counted) rather than failing anything — a missed recovery
+step is harmless, a blocked recall is not.
 """
 
 from __future__ import annotations

@@ -124,9 +124,9 @@ class Recaller:
         self._loads = ThreadPoolExecutor(
             svc.settings.hot_cache_max_loads, thread_name_prefix="recall-load"
         )
-        self._prefetch_lock = threading.RLock()  # (a cancel runs _landed under it)
+        self._loads_lock = threading.RLock()  # in-flight loads; a cancel runs _landed under it
         self._prefetching: set[UserKey] = set()
-        self._inflight: dict[UserKey, _Load] = {}  # under _prefetch_lock
+        self._inflight: dict[UserKey, _Load] = {}  # under _loads_lock
         self.prefetched = 0  # background loads queued by prefetch
         # The event loop, the recall workers and the embedding thread hand the GIL to
         # each other on every request; with CPython's default 5 ms switch interval a
@@ -176,7 +176,7 @@ class Recaller:
         key = UserKey(tenant, user_id)
         if self.svc.cache.peek(user_id, tenant=tenant) is not None:
             return False
-        with self._prefetch_lock:
+        with self._loads_lock:
             if key in self._inflight or len(self._prefetching) >= PREFETCH_QUEUE:
                 return False
             self._prefetching.add(key)
@@ -191,7 +191,7 @@ class Recaller:
         timed-out executor call would), so a storm of timed-out cold users leaves no
         queue of loads nobody waits for."""
         key = UserKey(p.scope.tenant_id, p.scope.user_id)
-        with self._prefetch_lock:
+        with self._loads_lock:
             load = self._inflight.get(key)
             if load is None:
                 load = self._inflight[key] = _Load(self._loads.submit(self._load, p, call))
@@ -202,13 +202,13 @@ class Recaller:
             wait = asyncio.shield(asyncio.wrap_future(load.future))
             return await asyncio.wait_for(wait, max(call.remaining(), 0.0))
         finally:
-            with self._prefetch_lock:  # (under the lock: nobody joins a cancelled load)
+            with self._loads_lock:  # (under the lock: nobody joins a cancelled load)
                 load.waiters -= 1
                 if load.waiters == 0 and not load.keep:
                     load.future.cancel()  # False (and nothing done) once it is running
 
     def _landed(self, key: UserKey, load: _Load, _: Future[UserIndex | None]) -> None:
-        with self._prefetch_lock:
+        with self._loads_lock:
             if self._inflight.get(key) is load:
                 del self._inflight[key]
 
@@ -219,7 +219,7 @@ class Recaller:
             log.info("prefetch of a user failed: %s", type(exc).__name__)
             return None
         finally:
-            with self._prefetch_lock:
+            with self._loads_lock:
                 self._prefetching.discard(key)
 
     def _is_cold(self, p: RecallParams) -> bool:

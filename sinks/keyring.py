@@ -234,10 +234,10 @@ class KeyRing:
                 return self._refresher
             interval = self.ttl_s / 4 if interval_s is None else interval_s
             ring = weakref.ref(self)
-            stop = threading.Event()
 
             def loop() -> None:
-                while not stop.wait(interval):
+                while True:
+                    time.sleep(interval)
                     me = ring()
                     if me is None:
                         return
