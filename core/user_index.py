@@ -72,6 +72,11 @@ _COLUMNS = (
     "_inv", "_hash", "_level", "_important", "_app", "_session", "_status", "_own", "_type",
     "_invalid", "_weight", "_weight_at", "_persona", "_latin",
 )  # fmt: skip
+# the columns a record's fields give directly (``UserIndex._fields``), in its order
+_FIELD_COLUMNS = (
+    "_hash", "_level", "_important", "_app", "_session", "_status", "_own", "_type",
+    "_invalid", "_weight", "_weight_at", "_persona",
+)  # fmt: skip
 
 _US = timedelta(microseconds=1)
 Decoded = dict[str, MemoryRecord]  # a caller's memo: what one read decoded already
@@ -208,24 +213,62 @@ class UserIndex:
         self._blob_bytes += len(blob)
         if row is not None:
             self._q[i], self._inv[i] = row
-        self._hash[i] = _hash_prefix(vals[_P_HASH])
-        self._level[i] = _BY_VALUE[Level][vals[_P_LEVEL]]
-        self._important[i] = bool(vals[_P_IMP])
-        self._app[i] = self._app_code(vals[_P_APP])
-        session = vals[_P_SESSION] or None
-        self._session[i] = self._sessions.setdefault(session, len(self._sessions))
-        self._status[i] = _BY_VALUE[Status][vals[_P_STATUS]]
-        self._own[i] = _BY_VALUE[Ownership][vals[_P_OWN]]
-        self._type[i] = _BY_VALUE[MemType][vals[_P_TYPE]]
-        self._invalid[i] = vals[_P_INVALID] is not None
-        self._weight[i] = vals[_P_WEIGHT]
-        self._weight_at[i] = vals[_P_WEIGHT_AT]
-        self._persona[i] = is_persona(Ownership(vals[_P_OWN]), vals[_P_TAGS])
+        for name, value in zip(_FIELD_COLUMNS, self._fields(vals), strict=True):
+            getattr(self, name)[i] = value
         if changed:
             self._latin[i] = latin_share(vals[_P_CONTENT])
-        if changed:
             counts = terms if terms is not None else term_counts(vals[_P_CONTENT])
             self._lexical.add(i, counts)
+
+    def fill(self, records: list[tuple[bytes, list[Any], Mapping[str, int]]], rows: bytes) -> None:
+        """Load an empty index at once: ``records`` as (record bytes, parsed fields, term
+        counts) and ``rows``, their quantized rows in the same order, each as
+        ``row_bytes`` wrote it, joined. The same index as a :meth:`put` of each (a unit
+        test holds them equal), in a few numpy calls instead of ~20 assignments a
+        memory: how a cold user loads from a Redis snapshot (~2x faster for 200)."""
+        if self._ids:
+            raise ValueError("fill needs an empty index")
+        n = len(records)
+        width = self.dim + 4
+        if len(rows) != n * width:
+            raise ValueError("snapshot rows do not match its records")
+        if n > self._q.shape[0]:
+            self._q = np.zeros((n, self.dim), dtype=np.int8)
+            for name in _COLUMNS:
+                setattr(self, name, np.zeros(n, dtype=getattr(self, name).dtype))
+        self._ids = [vals[_P_ID] for _, vals, _ in records]
+        self._row = {mid: i for i, mid in enumerate(self._ids)}
+        if len(self._row) != n:
+            raise ValueError("a memory twice in one snapshot")
+        self._blobs = [blob for blob, _, _ in records]
+        self._blob_bytes = sum(map(len, self._blobs))
+        table = np.frombuffer(rows, dtype=np.uint8).reshape(n, width)
+        self._q[:n] = table[:, : self.dim].view(np.int8)
+        self._inv[:n] = table[:, self.dim :].copy().view(np.float32).ravel()
+        if n:
+            columns = zip(*[self._fields(vals) for _, vals, _ in records], strict=True)
+            for name, column in zip(_FIELD_COLUMNS, columns, strict=True):
+                getattr(self, name)[:n] = column
+            self._latin[:n] = [latin_share(vals[_P_CONTENT]) for _, vals, _ in records]
+        self._lexical.add_many([terms for _, _, terms in records])
+
+    def _fields(self, vals: list[Any]) -> tuple[Any, ...]:
+        """The ``_FIELD_COLUMNS`` values of a parsed record (app and session coded)."""
+        session = vals[_P_SESSION] or None
+        return (
+            _hash_prefix(vals[_P_HASH]),
+            _BY_VALUE[Level][vals[_P_LEVEL]],
+            bool(vals[_P_IMP]),
+            self._app_code(vals[_P_APP]),
+            self._sessions.setdefault(session, len(self._sessions)),
+            _BY_VALUE[Status][vals[_P_STATUS]],
+            _BY_VALUE[Ownership][vals[_P_OWN]],
+            _BY_VALUE[MemType][vals[_P_TYPE]],
+            vals[_P_INVALID] is not None,
+            vals[_P_WEIGHT],
+            vals[_P_WEIGHT_AT],
+            is_persona(Ownership(vals[_P_OWN]), vals[_P_TAGS]),
+        )
 
     def note_status(self, record: MemoryRecord) -> None:
         """Keep ``dormant`` in step with a record that left or (re)entered ARCHIVED."""

@@ -172,10 +172,8 @@ class HotCache:
         idx = UserIndex(key.user_id, self.dim, capacity=max(64, len(snap.records)),
                         tenant=key.tenant)  # fmt: skip
         idx.dormant = snap.dormant
-        for blob, vals, terms in snap.records:
-            row = snap.rows.get(vals[_P_ID])
-            if row is not None:
-                idx.put(blob, vals, row, terms)
+        kept = [r for r in snap.records if r[1][_P_ID] in snap.rows]  # no row: not searchable
+        idx.fill(kept, b"".join(snap.rows[vals[_P_ID]] for _, vals, _ in kept))
         return idx
 
     def _from_stores(

@@ -51,7 +51,7 @@ import json
 import logging
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +66,7 @@ from core.user_index import quantize, row_bytes, row_from_bytes
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey, scoped
-from sinks.crypto import DecryptionError
+from sinks.crypto import DataKey, DecryptionError
 from sinks.keyring import KeyRing
 from sinks.redis_store import RedisStore
 
@@ -148,7 +148,7 @@ class Snapshot:
     memory_id map of the user's ARCHIVED memories."""
 
     records: list[tuple[bytes, list[Any], dict[str, int]]]  # (bytes, fields, terms)
-    rows: dict[str, tuple[np.ndarray, float]]  # memory_id -> (int8 row, 1/|row|)
+    rows: dict[str, bytes]  # memory_id -> its row as ``core.user_index.row_bytes`` writes it
     dormant: dict[str, str]
 
 
@@ -225,14 +225,19 @@ class UserSnapshots:
 
     def _open(self, key: UserKey, raw: dict[bytes, bytes]) -> Snapshot:
         records, rows, dormant = [], {}, {}
+        unseal = self._unsealer(key)
+        width = self.dim + 4
         for name, value in raw.items():
             kind = name[:2]
             if kind == b"r:":
-                records.append(_decode(self._unseal(key, value)))
+                records.append(_decode(unseal(value)))
             elif kind == b"v:":
-                rows[name[2:].decode()] = row_from_bytes(self._unseal(key, value), self.dim)
+                row = unseal(value)
+                if len(row) != width:  # an older float16 row: quantized as when loaded
+                    row = row_bytes(*row_from_bytes(row, self.dim))
+                rows[name[2:].decode()] = row
             elif kind == b"d:":
-                content_hash, memory_id = json.loads(self._unseal(key, value))
+                content_hash, memory_id = json.loads(unseal(value))
                 dormant[content_hash] = memory_id
         return Snapshot(records, rows, dormant)
 
@@ -375,9 +380,22 @@ class UserSnapshots:
         return struct.pack(">QB", version, len(kid)) + kid + dk.encrypt_bytes(data)
 
     def _unseal(self, key: UserKey, value: bytes) -> bytes:
-        n = value[8]
-        kid = value[9 : 9 + n].decode()
-        return self._keys.key(key.user_id, kid, key.tenant).decrypt_bytes(value[9 + n :])
+        return self._unsealer(key)(value)
+
+    def _unsealer(self, key: UserKey) -> Callable[[bytes], bytes]:
+        """``_unseal`` for many values of one user: each data key is looked up in the
+        keyring once, not once per field (400 lookups for a 200-memory snapshot)."""
+        found: dict[bytes, DataKey] = {}
+
+        def unseal(value: bytes) -> bytes:
+            n = value[8]
+            kid = value[9 : 9 + n]
+            dk = found.get(kid)
+            if dk is None:
+                dk = found[kid] = self._keys.key(key.user_id, kid.decode(), key.tenant)
+            return dk.decrypt_bytes(value[9 + n :])
+
+        return unseal
 
 
 def _version(m: MemoryRecord) -> int:

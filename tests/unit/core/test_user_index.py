@@ -149,6 +149,37 @@ def test_scopes_and_encoded_need_no_decoding():
     assert all(len(row) == DIM + 4 for _, row in held)
 
 
+def test_fill_builds_what_a_put_of_each_builds():
+    idx, vecs = build()
+    idx.remove("m_0002")  # a hole filled by the last row: fill must not care about order
+    held = idx.encoded()
+    records = [(b, record_codec.parse(b), term_counts(record_codec.decode(b).content))
+               for b, _ in held]  # fmt: skip
+    filled = UserIndex(7, DIM, capacity=2, tenant="t1")  # smaller than the user: it sizes
+    filled.fill(records, b"".join(row for _, row in held))
+    assert list(filled.records) == list(idx.records)
+    assert list(filled.records.values()) == list(idx.records.values())
+    assert filled.encoded() == held
+    n = len(idx)
+    for name in ("_q", "_inv", "_hash", "_level", "_important", "_status", "_own", "_type",
+                 "_invalid", "_weight", "_weight_at", "_persona", "_latin"):  # fmt: skip
+        assert np.array_equal(getattr(filled, name)[:n], getattr(idx, name)[:n]), name
+    apps = lambda i: [i._apps[c] for c in i._app[:n]]  # noqa: E731 - codes may differ
+    assert apps(filled) == apps(idx)
+    query = vecs["m_0003"]
+    assert filled.dense(query, 5) == idx.dense(query, 5)
+    for q in ("Alice Lisbon", "张三 工作", "allergic peanuts allergy"):
+        got, want = filled.lexical(q, 5), idx.lexical(q, 5)
+        assert [m for m, _ in got] == [m for m, _ in want]
+        assert dict(got) == pytest.approx(dict(want), rel=1e-12)
+    filled.upsert(rec(9, "A new fact after the fill"), vecs["m_0001"])  # grows as usual
+    assert filled.lexical("fact", 1)[0][0] == "m_0009"
+    with pytest.raises(ValueError):
+        filled.fill(records, b"")  # only an empty index
+    with pytest.raises(ValueError):
+        UserIndex(7, DIM).fill(records, b"\0" * 3)  # rows that do not match
+
+
 def test_the_budget_estimate_covers_what_the_index_really_allocates():
     rng = np.random.default_rng(5)
     texts = [f"{TEXTS[i % len(TEXTS)]} number {i}" for i in range(200)]
