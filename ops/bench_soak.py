@@ -116,6 +116,27 @@ def _node_stats(base: str, admin: str) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
+_MB = 1024 * 1024
+
+
+def heaps(stats: dict[str, Any]) -> dict[str, float]:
+    """MB held by each allocator in one ``/admin/v1/stats`` answer, so that RSS growth
+    can be put down to one of them (absent figures are left out)."""
+    py = stats.get("python", {})
+    glibc, ob, arrow = py.get("malloc", {}), py.get("obmalloc", {}), py.get("arrow", {})
+    figures = {
+        "pymalloc_arenas": ob.get("arenas", 0) * _MB or None,
+        "pymalloc_in_use": ob.get("in_use_bytes"),
+        "glibc_in_use": glibc.get("in_use_bytes"),
+        "glibc_free": glibc.get("free_bytes"),
+        "glibc_mmapped": glibc.get("mmap_bytes"),
+        "jemalloc_resident": stats.get("clickhouse", {}).get("jemalloc_resident"),
+        "arrow": arrow.get("allocated_bytes"),
+        "hot_cache": stats.get("hot_cache", {}).get("bytes"),
+    }
+    return {k: round(v / _MB, 1) for k, v in figures.items() if v is not None}
+
+
 def _comm(pid: int, tid: str) -> str:
     try:
         return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip() or "?"
@@ -298,6 +319,7 @@ def bench_soak(
             "rss_mb_max": max(p["rss_mb"] for p in samples),
             "open_files_by_kind": fds,
             "inside": inside,  # the node's own account at start, half-way and end
+            "heaps_mb": {when: heaps(stats) for when, stats in inside.items()},
             "samples": samples,
         },
         "series": {  # from the load's start, warm-up included; node samples: node.samples
@@ -385,5 +407,9 @@ def summary(result: dict[str, Any]) -> str:
         f"{node['start']['open_files']} -> {node['end']['open_files']}, threads "
         f"{node['start']['threads']} -> {node['end']['threads']}; second half "
         f"{node['rss_slope_mb_per_min_second_half']} MB/min, "
-        f"{node['open_files_slope_per_min_second_half']} open files/min"
+        f"{node['open_files_slope_per_min_second_half']} open files/min; heaps (MB) "
+        + ", ".join(
+            f"{k} {v} -> {node['heaps_mb'].get('end', {}).get(k, '?')}"
+            for k, v in node["heaps_mb"].get("start", {}).items()
+        )
     )

@@ -1,6 +1,6 @@
 """What a process holds, for a soak to tell where its resident memory goes.
 
-The Python heap (pymalloc blocks, gc generations and tracked objects), glibc malloc's
+The Python heap (pymalloc's arenas and blocks, gc generations and tracked objects), glibc malloc's
 totals (``mallinfo2``: bytes in use vs free in its arenas: fragmentation shows as free
 bytes that RSS keeps), pyarrow's pool and the hot cache's footprint. Each figure is cheap except
 ``gc_objects`` (one pass over the tracked objects, ~0.1 s per million), which is why
@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 
@@ -55,9 +57,51 @@ def arrow_pool() -> dict[str, Any]:
     }
 
 
+_OBMALLOC_LINES = {  # _PyObject_DebugMallocStats line -> our key
+    "# arenas allocated current": "arenas",
+    "# arenas highwater mark": "arenas_highwater",
+    "# bytes in allocated blocks": "in_use_bytes",
+    "# bytes in available blocks": "free_bytes",
+}
+
+
+def obmalloc() -> dict[str, int]:
+    """pymalloc's own account: its arenas (1 MiB each on 64-bit, mapped one by one and
+    given back only when empty) and the bytes in used vs free blocks inside them, a
+    fourth heap beside glibc, jemalloc and mimalloc. CPython has no API for these but
+    ``_PyObject_DebugMallocStats(FILE *)``, which writes text: it is written to a
+    temporary file through libc and parsed. {} where that is not available (another
+    interpreter, a build without pymalloc)."""
+    try:
+        libc = ctypes.CDLL(None)
+        dump = ctypes.pythonapi._PyObject_DebugMallocStats
+    except (AttributeError, OSError):
+        return {}
+    libc.fopen.restype, libc.fopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p] * 2
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    dump.argtypes = [ctypes.c_void_p]
+    with tempfile.NamedTemporaryFile(prefix="memstream-obmalloc-") as tmp:
+        out = libc.fopen(tmp.name.encode(), b"w")
+        if not out:
+            return {}
+        try:
+            if not dump(out):  # 0: pymalloc is not in use (PYTHONMALLOC=malloc)
+                return {}
+        finally:
+            libc.fclose(out)
+        text = Path(tmp.name).read_text(errors="replace")
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        if (key := _OBMALLOC_LINES.get(name.strip())) is not None:
+            found[key] = int(value.strip().replace(",", ""))
+    return found
+
+
 def python_heap() -> dict[str, Any]:
     return {
         "allocated_blocks": sys.getallocatedblocks(),
+        "obmalloc": obmalloc(),
         "gc_counts": list(gc.get_count()),
         "gc_collections": [s["collections"] for s in gc.get_stats()],
         "gc_objects": len(gc.get_objects()),

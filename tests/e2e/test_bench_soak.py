@@ -45,5 +45,8 @@ def test_a_short_soak_reports_codes_latency_and_node_numbers(tmp_path: Path) -> 
     inside = node["inside"]["end"]  # the node's own account, by GET /admin/v1/stats
     assert inside["python"]["allocated_blocks"] > 0, inside
     assert inside["clickhouse"]["GlobalThread"] > 0 and inside["hot_cache"]["users"] > 0
+    held = node["heaps_mb"]["end"]  # each allocator's share, from the same account
+    assert held["pymalloc_arenas"] >= held["pymalloc_in_use"] > 0
+    assert held["glibc_in_use"] > 0 and held["jemalloc_resident"] > 0
     kinds = node["open_files_by_kind"]["end"]
     assert kinds.get("thread stats (exited)", 0) == 0  # per-thread handles do not leak

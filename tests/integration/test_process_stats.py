@@ -33,6 +33,9 @@ def test_a_loopback_admin_reads_the_process_heap_and_the_engine(settings, stores
     assert python["allocated_blocks"] > 0 and python["gc_objects"] > 0
     assert len(python["gc_counts"]) == 3 and python["malloc"]["in_use_bytes"] > 0
     assert "arrow" in python  # Milvus Lite's pool, when pyarrow is loaded
+    ob = python["obmalloc"]  # pymalloc's arenas, 1 MiB each, holding its used and free blocks
+    assert 0 < ob["arenas"] <= ob["arenas_highwater"]
+    assert 0 < ob["in_use_bytes"] + ob["free_bytes"] <= ob["arenas"] * 2**20
     assert body["data"]["clickhouse"]["GlobalThread"] > 0
     refused = TestClient(app, client=("10.1.2.3", 40000)).get("/admin/v1/stats")
     assert refused.json()["code"] == 40101
