@@ -225,7 +225,7 @@ class UserIndex:
         counts) and ``rows``, their quantized rows in the same order, each as
         ``row_bytes`` wrote it, joined. The same index as a :meth:`put` of each (a unit
         test holds them equal), in a few numpy calls instead of ~20 assignments a
-        memory: how a cold user loads from a Redis snapshot (~2x faster for 200)."""
+        memory: how a cold user loads from a Redis snapshot (200 memories: 2.9 against 4.5 ms)."""
         if self._ids:
             raise ValueError("fill needs an empty index")
         n = len(records)
