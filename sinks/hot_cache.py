@@ -43,6 +43,12 @@ class HotCache:
         self.budget = budget_bytes
         # keyed by (tenant, user): user 42 of two tenants is two people
         self._users: OrderedDict[UserKey, UserIndex] = OrderedDict()
+        # Each held user's footprint when last measured, and their sum: the budget check
+        # after a load is O(1). Summing ``nbytes`` over the users instead cost ~2.4 µs a
+        # user with ``_lock`` held — ~6 ms at the default budget's ~2,600 users, during
+        # which every recall's lookup waited (under ``_lock``).
+        self._sizes: dict[UserKey, int] = {}
+        self._held = 0
         self._lock = threading.Lock()
         self._loading: dict[UserKey, threading.Lock] = {}
         self._stale: set[UserKey] = set()  # invalidated while a load was in flight
@@ -94,7 +100,7 @@ class HotCache:
     def nbytes(self) -> int:
         """The held users' footprint, as the budget counts it."""
         with self._lock:
-            return sum(i.nbytes for i in self._users.values())
+            return self._held
 
     def peek(self, user_id: int, *, tenant: str) -> UserIndex | None:
         return self._peek(UserKey(tenant, user_id))
@@ -136,7 +142,7 @@ class HotCache:
                 self.load_ms.append((time.perf_counter() - started) * 1000)
                 with self._lock:
                     if self._keep(key):
-                        self._users[key] = idx
+                        self._hold(key, idx)
                         self._evict()
         with self._lock:
             self._loading.pop(key, None)
@@ -215,8 +221,8 @@ class HotCache:
         with self._lock:  # one block: an invalidation cannot slip between the two steps
             self._warming.difference_update(missing)
             for key, idx in loaded.items():
-                if self._keep(key):
-                    self._users.setdefault(key, idx)
+                if self._keep(key) and key not in self._users:
+                    self._hold(key, idx)
             self._evict()
 
     def _keep(self, key: UserKey) -> bool:
@@ -226,26 +232,48 @@ class HotCache:
             return False
         return True
 
+    def _hold(self, key: UserKey, idx: UserIndex) -> None:
+        """Under the lock: keep ``idx`` as the user's index (most recently used)."""
+        self._drop(key)
+        self._users[key] = idx
+        self._sizes[key] = idx.nbytes
+        self._held += self._sizes[key]
+
+    def _drop(self, key: UserKey) -> None:
+        """Under the lock: forget the user, if held."""
+        if self._users.pop(key, None) is not None:
+            self._held -= self._sizes.pop(key)
+
+    def _resized(self, key: UserKey, idx: UserIndex, nbytes: int) -> None:
+        """After a write changed a held user in place (measured under ``idx.lock``):
+        count the new footprint and evict if the cache is now over its budget."""
+        with self._lock:
+            if self._users.get(key) is idx:  # not dropped or reloaded meanwhile
+                self._held += nbytes - self._sizes[key]
+                self._sizes[key] = nbytes
+                self._evict()
+
     def _evict(self) -> None:
         """Least recently used first, until within the budget: a user larger than the
         whole budget is served from the load that fetched it and not kept."""
-        total = sum(i.nbytes for i in self._users.values())
-        while total > self.budget and self._users:
-            _, dropped = self._users.popitem(last=False)
-            total -= dropped.nbytes
+        while self._held > self.budget and self._users:
+            key, _ = self._users.popitem(last=False)
+            self._held -= self._sizes.pop(key)
             metrics.HOT_EVICTIONS.inc()
 
     def clear(self) -> None:
         """Forget every user (they reload from the stores on next touch)."""
         with self._lock:
             self._users.clear()
+            self._sizes.clear()
+            self._held = 0
             self._stale.update(self._loading, self._warming)
 
     def invalidate(self, user_id: int, *, tenant: str) -> None:
         """Drop the user; a load of theirs in flight is served once but not kept."""
         key = UserKey(tenant, user_id)
         with self._lock:
-            self._users.pop(key, None)
+            self._drop(key)
             if key in self._loading or key in self._warming:
                 self._stale.add(key)
 
@@ -270,8 +298,11 @@ class HotCache:
                 or rec.content_hash != fields.get("content_hash")
             ):
                 return False
-            if weights["weight_at"] >= rec.weight_at:
-                idx.upsert(dataclasses.replace(rec, **weights), None)
+            if weights["weight_at"] < rec.weight_at:
+                return True
+            idx.upsert(dataclasses.replace(rec, **weights), None)
+            nbytes = idx.nbytes
+        self._resized(UserKey(tenant, user_id), idx, nbytes)
         return True
 
     def apply(self, batch: WriteBatch) -> None:
@@ -279,8 +310,10 @@ class HotCache:
         touched = {UserKey(m.tenant_id, m.user_id) for m in batch.memories}
         with self._lock:  # a load in flight may have read the stores before this write
             self._stale.update(u for u in touched if u in self._loading or u in self._warming)
+        changed: dict[UserKey, UserIndex] = {}
         for m in batch.memories:
-            idx = self.peek(m.user_id, tenant=m.tenant_id)
+            key = UserKey(m.tenant_id, m.user_id)
+            idx = self._peek(key)
             if idx is None:
                 continue
             with idx.lock:
@@ -294,12 +327,18 @@ class HotCache:
                     idx.upsert(m, vec)
                 else:
                     idx.remove(m.memory_id)
+            changed[key] = idx
         for mid in batch.milvus_deletes:
             with self._lock:
-                holders = [i for i in self._users.values() if mid in i]
-            for idx in holders:
+                holders = [(k, i) for k, i in self._users.items() if mid in i]
+            for key, idx in holders:
                 with idx.lock:
                     idx.remove(mid)
+                changed[key] = idx
+        for key, idx in changed.items():
+            with idx.lock:
+                nbytes = idx.nbytes
+            self._resized(key, idx, nbytes)
         for mid in batch.purge_ids:
             with self._lock:
                 held = list(self._users.values())

@@ -4,14 +4,17 @@ Redis snapshot) ranks exactly as the same user held hot."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from schemas.enums import Status
 from schemas.tenants import DEFAULT_TENANT
 from sinks.hot_cache import HotCache
+from sinks.memory_store import WriteBatch
 from tests.helpers.lifecycle import record, seed
 
 pytestmark = pytest.mark.integration
@@ -78,12 +81,44 @@ def test_never_over_budget_and_a_reloaded_user_ranks_as_a_hot_one(
     for i in order:
         u = ids[i]
         assert_same(_answers(cache, u, qvecs), answers[u])
-        held = sum(idx.nbytes for idx in cache._users.values())
-        assert held <= cache.budget
+        assert cache.nbytes == _held(cache) <= cache.budget
     # /metrics: every user this cache loaded is held or was evicted by the budget
     loads_now, evictions_now = _counted()
     loaded, evicted = loads_now - loads, evictions_now - evictions
     assert loaded == evicted + len(cache) and loaded >= len(set(order))
+
+
+def test_writes_to_a_held_user_count_against_the_budget(runtime, population):
+    """The budget's running total follows writes that grow or shrink a held user in
+    place, and a write that takes the cache over its budget evicts the least recent."""
+    users, _, _ = population
+    a, b = sorted(users)[:2]
+    cache = HotCache(runtime.memories, runtime.settings.embedding_dim, 1 << 30)
+    cache.get(a, tenant=DEFAULT_TENANT)
+    cache.get(b, tenant=DEFAULT_TENANT)
+    before = cache.nbytes
+    assert before == _held(cache)
+    cache.budget = before  # full: any growth must evict
+    added = [record(b, f"squash and coffee, later note {i}") for i in range(30)]
+    vectors = runtime.embedder.embed([r.content for r in added])
+    cache.apply(
+        WriteBatch(
+            memories=added, vectors=dict(zip([r.memory_id for r in added], vectors, strict=True))
+        )
+    )
+    assert cache.peek(a, tenant=DEFAULT_TENANT) is None  # the least recent one went
+    grown = cache.peek(b, tenant=DEFAULT_TENANT)
+    assert grown is not None and len(grown) == users[b] + 30
+    assert cache.nbytes == _held(cache) == grown.nbytes <= cache.budget
+    deleted = [dataclasses.replace(r, status=Status.DELETED) for r in added]
+    cache.apply(WriteBatch(memories=deleted))
+    assert len(grown) == users[b]
+    assert cache.nbytes == _held(cache) == grown.nbytes
+
+
+def _held(cache: HotCache) -> int:
+    """What the held users measure now (the cache keeps a running total)."""
+    return sum(idx.nbytes for idx in cache._users.values())
 
 
 def _counted() -> tuple[float, float]:
