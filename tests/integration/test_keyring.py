@@ -141,6 +141,7 @@ def test_refresh_rereads_old_entries_and_a_destroyed_key_leaves_with_them(
         assert b.decrypt(u, blobs[u]) == f"sealed for {u}"  # b caches all three
     order = list(b._cache)
     stamps = {k: e.loaded_at for k, e in b._cache.items()}
+    (kept,) = b._cache[("default", user_id + 2)].keys.values()
     queries = []
     query = stores.clickhouse.query
 
@@ -158,6 +159,8 @@ def test_refresh_rereads_old_entries_and_a_destroyed_key_leaves_with_them(
     with pytest.raises(KeyDestroyed):  # gone at the refresh, not at the TTL
         b.decrypt(user_id + 1, blobs[user_id + 1])
     assert b.decrypt(user_id + 2, blobs[user_id + 2]) == f"sealed for {user_id + 2}"
+    # the same wrapped row read again: the key is reused, not unwrapped and derived again
+    assert b._cache[("default", user_id + 2)].keys[kept.key_id] is kept
 
 
 def test_a_purge_during_a_refresh_stays_purged(stores, user_id):
@@ -165,8 +168,8 @@ def test_a_purge_during_a_refresh_stays_purged(stores, user_id):
     blob = ring.encrypt(user_id, "zq refresh race")
     fetch = ring._fetch
 
-    def fetch_then_forgotten(users, tenant):
-        got = fetch(users, tenant)  # read before the purge's destroy
+    def fetch_then_forgotten(users, tenant, known=None):
+        got = fetch(users, tenant, known)  # read before the purge's destroy
         ring.forget(user_id)  # what a concurrent purge does
         return got
 
