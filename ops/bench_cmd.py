@@ -156,7 +156,9 @@ def _print_phases(phases: list[dict[str, Any]]) -> None:
             f"hit ratio {ph['hit_ratio']}, query-cache hit ratio "
             f"{ph['query_cache_hit_ratio']}; hot cache hit ratio {hot['hit_ratio']}, "
             f"{hot['cold_loads']} cold loads (p50 {cold.get('p50', '-')} / p99 "
-            f"{cold.get('p99', '-')} ms), {hot['users_held']} users held",
+            f"{cold.get('p99', '-')} ms), {hot['users_held']} users held; redis "
+            f"{ph['redis']['cpu_s']} s CPU, {ph['redis']['forks']} forks "
+            f"({ph['redis']['children_cpu_s']} s CPU)",
             file=sys.stderr,
         )
 

@@ -251,11 +251,13 @@ def _phases(
     key: str,
     batcher: Any,
     cache: Any,
+    redis: Any,
 ) -> tuple[list[dict[str, Any]], int]:
     """One driven phase per rate, each going on along ``bodies`` where the last one
     stopped (from ``sent``); returns the phases' results and the new ``sent``."""
     results = []
     for r in rates:
+        redis_before = _redis_counters(redis)
         before = (batcher.calls, batcher.embedded, batcher.cache_hits)
         hits, misses = cache.hits, cache.misses
         snapshot_loads = getattr(cache, "snapshot_loads", 0)
@@ -276,8 +278,26 @@ def _phases(
         )
         result["query_embeddings"] = {"model_calls": calls, "embedded": embedded}
         result["query_cache_hit_ratio"] = round(cached / max(1, cached + embedded), 3)
+        result["redis"] = {
+            k: round(now - then, 2)
+            for (k, now), then in zip(
+                _redis_counters(redis).items(), redis_before.values(), strict=True
+            )
+        }
         results.append(result)
     return results, sent
+
+
+def _redis_counters(client: Any) -> dict[str, float]:
+    """Redis's CPU seconds (its own; its forked children's: RDB saves and AOF rewrites)
+    and its fork count, from INFO: a phase's share of these is what Redis persistence
+    took from the cores the API runs on."""
+    info = client.info("everything")
+    return {
+        "cpu_s": info["used_cpu_sys"] + info["used_cpu_user"],
+        "children_cpu_s": info["used_cpu_sys_children"] + info["used_cpu_user_children"],
+        "forks": info["total_forks"],
+    }
 
 
 def bench_recall(
@@ -343,8 +363,9 @@ def bench_recall(
             bodies = [{"user_id": u, "query": _query(rng), "scope": scope} for u in asked]
             batcher = app.state.recaller.batcher
             cache = env.runtime.cache
+            redis = env.stores.redis.client
             results, sent = _phases(url, bodies, 0, phases or [rate], clients, duration_s,
-                                    key, batcher, cache)  # fmt: skip
+                                    key, batcher, cache, redis)  # fmt: skip
             fit_results: list[dict[str, Any]] = []
             warmed_fit = 0.0
             if compare_fit:
@@ -355,7 +376,7 @@ def bench_recall(
                 warmed_fit = time.monotonic() - started
                 settle()
                 fit_results, _ = _phases(url, bodies, sent, phases or [rate], clients,
-                                         duration_s, key, batcher, cache)  # fmt: skip
+                                         duration_s, key, batcher, cache, redis)  # fmt: skip
         finally:
             server.should_exit = True
             thread.join(15)

@@ -49,6 +49,9 @@ def test_a_tiny_budget_reports_cold_loads_and_timeouts(tmp_path: Path) -> None:
     assert 0 < hot["from_snapshot"] <= hot["cold_loads"]  # the warm-up saved their snapshots
     assert phase["timeouts"] == phase["codes"].get("50401", 0)
     assert "timeouts" in done.stderr and "cold loads" in done.stderr
+    # what Redis spent meanwhile: it served snapshots, so its own CPU moved
+    assert phase["redis"]["cpu_s"] > 0 and phase["redis"]["forks"] >= 0
+    assert phase["redis"]["children_cpu_s"] >= 0 and " forks (" in done.stderr
     (fit,) = result["fit_phases"]  # then the same stores with every user held
     assert result["fit_budget_mb"] > 1 and fit["hot_cache"]["users_held"] == 60
     assert fit["hot_cache"]["cold_loads"] == 0 and fit["hot_cache"]["hit_ratio"] == 1.0
