@@ -318,24 +318,23 @@ class KeyRing:
         known = known or {}
         for user_id, key_id, wrapped, master_id, created_at in rows:
             user_id = int(user_id)
-            entry = entries[user_id]
             old = known.get(user_id)
+            # (an old master's row is unwrapped again: it is re-wrapped below)
             if (
                 old is not None
-                and master_id == self.master.key_id  # (an old master's row is re-wrapped)
+                and master_id == self.master.key_id
                 and old.rows.get(key_id) == wrapped
-                and key_id in old.keys
             ):
-                entry.keys[key_id], entry.rows[key_id] = old.keys[key_id], wrapped
-                entry.current = key_id
-                continue
-            material = self._unwrap(tenant, user_id, key_id, wrapped, master_id)
-            if material is None:
-                continue
-            if master_id != self.master.key_id:
-                rewrapped.append(self._row(tenant, user_id, key_id, material, created_at))
-            entry.keys[key_id] = DataKey.of(tenant, user_id, key_id, material)
-            entry.rows[key_id] = wrapped
+                key = old.keys[key_id]
+            else:
+                material = self._unwrap(tenant, user_id, key_id, wrapped, master_id)
+                if material is None:
+                    continue
+                if master_id != self.master.key_id:
+                    rewrapped.append(self._row(tenant, user_id, key_id, material, created_at))
+                key = DataKey.of(tenant, user_id, key_id, material)
+            entry = entries[user_id]
+            entry.keys[key_id], entry.rows[key_id] = key, wrapped
             entry.current = key_id  # the newest live key seals new data
         if rewrapped:
             self._insert(rewrapped)
