@@ -328,8 +328,11 @@ class HotCache:
                 else:
                     idx.remove(m.memory_id)
             changed[key] = idx
+        mirrored = {m.memory_id for m in batch.memories}  # a purge's: removed just above
         for mid in batch.milvus_deletes:
-            with self._lock:
+            if mid in mirrored:
+                continue
+            with self._lock:  # a lifecycle purge names ids only: whoever holds them
                 holders = [(k, i) for k, i in self._users.items() if mid in i]
             for key, idx in holders:
                 with idx.lock:

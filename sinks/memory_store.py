@@ -145,14 +145,16 @@ class MemoryStore:
         )
 
     def _write_milvus(self, batch: WriteBatch) -> None:
+        gone = set(batch.milvus_deletes)  # a purged memory's row is deleted, not rewritten
+        kept = [m for m in batch.memories if m.memory_id not in gone]
         full = [
             milvus_row(m, batch.vectors[m.memory_id], self.blind_tags(m))
-            for m in batch.memories
+            for m in kept
             if m.memory_id in batch.vectors
         ]
         partial = [
             milvus_row(m, None, self.blind_tags(m))
-            for m in batch.memories
+            for m in kept
             if m.memory_id not in batch.vectors
         ]
         mv = self.stores.milvus

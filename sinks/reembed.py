@@ -2,7 +2,7 @@
 
 ClickHouse is the record. Every memory it holds has a vector — ACTIVE, ARCHIVED, and
 also DELETED and SUPERSEDED ones, kept for restore and time travel (a purge removes a
-memory from both stores) — so every row of ``memories FINAL`` is re-embedded. Pages go
+memory from both stores; a whole-user purge's versions, emptied, have no vector) — so every row of ``memories FINAL`` is re-embedded. Pages go
 in ``(user_id, memory_id)`` key order: one page is read and decrypted, embedded in one
 call and upserted into Milvus in one round trip as full rows (``milvus_row``: the
 scalars are ClickHouse's too). After each page its last key is the checkpoint
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from schemas.enums import Status
 from schemas.memory import MemoryRecord
 from sinks.memory_store import MemoryStore, milvus_row
 from sinks.store_model import Checkpoint, ModelIdentity, StoreModel
@@ -109,8 +110,12 @@ def run_reembed(
     mv = memories.stores.milvus
     embedded = 0
     while page := _page(memories, cp.after, batch_size):
-        vectors = embedder.embed([m.content for m in page])
-        mv.upsert([milvus_row(m, vectors[i], memories.blind_tags(m)) for i, m in enumerate(page)])
+        kept = [m for m in page if not _purged(m)]
+        if kept:
+            vectors = embedder.embed([m.content for m in kept])
+            mv.upsert(
+                [milvus_row(m, vectors[i], memories.blind_tags(m)) for i, m in enumerate(kept)]
+            )
         cp = Checkpoint(
             cp.target, (page[-1].user_id, page[-1].memory_id), cp.done + len(page), cp.started_at
         )
@@ -122,6 +127,12 @@ def run_reembed(
     store.record(plan.target, f"memstream reembed from {plan.recorded or 'an unrecorded model'}")
     store.clear_checkpoint()
     return embedded
+
+
+def _purged(m: MemoryRecord) -> bool:
+    """A whole-user purge's version: no words left, and its vector left Milvus with them
+    (``dataflows.ingest.management``); embedding it again would bring a row back."""
+    return m.status is Status.DELETED and not m.content
 
 
 def collection_dim(memories: MemoryStore) -> int | None:

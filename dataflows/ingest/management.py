@@ -53,7 +53,11 @@ def _soft_delete(
     shred: bool = False,
 ) -> WriteBatch:
     """``shred``: a whole-user purge — the deleted versions keep none of the words (the
-    data key that sealed the old ones is destroyed when this batch is written)."""
+    data key that sealed the old ones is destroyed when this batch is written), and
+    their vectors leave Milvus now: an embedding is a readable likeness of the words
+    (inversion models recover much of a short text), and a purged memory has nothing
+    to restore. A plain delete keeps its vector until the lifecycle purge (restore,
+    time travel)."""
     first = records[0] if records else None
     idx = writer.rt.cache.get(first.user_id, tenant=first.tenant_id) if first else None
     batch = WriteBatch()
@@ -63,6 +67,7 @@ def _soft_delete(
             rec = dataclasses.replace(
                 rec, content="", custom_tags={}, source_msg_id=None, source_msg_ids=[]
             )
+            batch.milvus_deletes.append(old.memory_id)
         batch.memories.append(rec)
         batch.changes.append(
             change(

@@ -7,7 +7,8 @@ Three sweeps, each one query per page on each side, all feeding one ``_repair``:
    upserted; a Milvus ``status`` that differs from ClickHouse's is rewritten.
 3. Milvus → ClickHouse: a vector whose memory is not in ClickHouse (never written, or
    purged) is an orphan and is deleted. DELETED and SUPERSEDED memories keep their
-   vectors on purpose (restore, time travel) until the purge removes them.
+   vectors on purpose (restore, time travel) until the purge removes them; a whole-user
+   purge removes them at once, and nothing here brings them back.
 
 Milvus-only repairs cannot conflict with the keyed writer, so they are written directly.
 Rows written in the last ``grace_s`` seconds (by their ``version`` stamp) are skipped in

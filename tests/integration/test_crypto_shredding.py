@@ -197,8 +197,19 @@ def test_purge_leaves_no_copy_that_opens(api, runtime, ingest, settings, stores,
     assert _has(_opened(keys, user_id, before["recovery"]), snap)
     assert _has(_opened(keys, user_id, before["export"]), updated)
 
+    ids = [
+        i
+        for (i,) in stores.clickhouse.query(
+            f"SELECT DISTINCT memory_id FROM {db}.memories WHERE user_id = {{u:UInt64}}",
+            {"u": user_id},
+        )
+    ]
+    assert mid in ids and len(stores.milvus.get(ids, ["memory_id"])) == len(ids)
+
     purge = api.post("/memory/v1/purge", json={"user_id": user_id}).json()
     assert purge["code"] == 0 and purge["data"]["crypto_shredded"], purge
+    # the vectors, a readable likeness of the words, are gone when the purge answers
+    assert stores.milvus.get(ids, ["memory_id"]) == []
     assert not export_files[0].exists()
     assert api.get(st["url"]).json()["code"] == 40401  # the link no longer serves anything
 
