@@ -126,3 +126,26 @@ def node(samples: list[dict[str, float]], path: Path, title: str) -> Path | None
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     return _save(fig, path)
+
+
+def heaps(accounts: list[dict[str, Any]], path: Path, title: str) -> Path | None:
+    """Each heap's change (MB) since the first account, beside RSS's, over time: the
+    one that moves with RSS is where it goes. ``accounts``: ``bench soak``'s
+    ``node.accounts`` (``t_s``, ``rss_mb``, ``heaps_mb``)."""
+    if len(accounts) < 2:
+        return None
+    ts = [a["t_s"] for a in accounts]
+    series = {"RSS": [a["rss_mb"] for a in accounts]}
+    for key in accounts[0]["heaps_mb"]:
+        if all(key in a["heaps_mb"] for a in accounts):
+            series[key] = [a["heaps_mb"][key] for a in accounts]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, mb in series.items():
+        ax.plot(ts, [v - mb[0] for v in mb], marker=".", label=label,
+                linewidth=2.5 if label == "RSS" else 1.2)  # fmt: skip
+    ax.set_xlabel("seconds since start")
+    ax.set_ylabel("change since start (MB)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return _save(fig, path)

@@ -153,6 +153,8 @@ def _soak(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
                                      "requests/s"), "soak throughput over time")  # fmt: skip
     lines += _image(charts.node(node["samples"], out / "soak-node.png",
                                 "soak: node CPU and RSS (after warm-up)"), "soak node")  # fmt: skip
+    lines += _image(charts.heaps(node.get("accounts", []), out / "soak-heaps.png",
+                                 "soak: where RSS goes, heap by heap"), "soak heaps")  # fmt: skip
     return rows, lines
 
 

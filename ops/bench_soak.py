@@ -9,8 +9,9 @@ envelope code is counted per operation.
 
 The node is sampled from ``/proc/<pid>`` every few seconds: resident memory (VmRSS),
 open file descriptors and threads; and asked for its own account (``GET
-/admin/v1/stats``: Python heap, malloc, hot cache, chDB's memory and threads) at start,
-half-way and end, so growth can be put down to one of them. The report gives recall p50/p95/p99, the codes, and
+/admin/v1/stats``: Python heap, malloc, hot cache, chDB's memory and threads, Milvus
+Lite's live and dead rows, the memo tables' fill) once a minute (``node.accounts``), so
+growth can be put down to one of them. The report gives recall p50/p95/p99, the codes, and
 the node's numbers after warm-up and at the end, plus their drift: a leak shows as RSS
 or open files that keep growing with the load (``rss_slope_mb_per_min_second_half``, a
 least-squares slope; the samples' first half is warm-up: pools, caches, code pages).
@@ -48,6 +49,7 @@ MIX = (
 )
 APP = "soak"
 SAMPLE_S = 5.0
+ACCOUNT_S = 60.0  # the node's own account (GET /admin/v1/stats), once a minute
 WORDS = (
     "tea coffee Lisbon Osaka cello tennis bakery hiking Dune Prius garden kittens "
     "jazz marathon pottery sushi river library sunrise chess"
@@ -124,6 +126,7 @@ def heaps(stats: dict[str, Any]) -> dict[str, float]:
     can be put down to one of them (absent figures are left out)."""
     py = stats.get("python", {})
     glibc, ob, arrow = py.get("malloc", {}), py.get("obmalloc", {}), py.get("arrow", {})
+    milvus = stats.get("milvus", {})
     figures = {
         "pymalloc_arenas": ob.get("arenas", 0) * _MB or None,
         "pymalloc_in_use": ob.get("in_use_bytes"),
@@ -132,9 +135,35 @@ def heaps(stats: dict[str, Any]) -> dict[str, float]:
         "glibc_mmapped": glibc.get("mmap_bytes"),
         "jemalloc_resident": stats.get("clickhouse", {}).get("jemalloc_resident"),
         "arrow": arrow.get("allocated_bytes"),
+        # of which Milvus Lite's segments and memtable (Arrow) and its vector copies (numpy)
+        "milvus_arrow": _sum(milvus, "segment_arrow_bytes", "memtable_bytes"),
+        "milvus_vectors": milvus.get("segment_vector_bytes"),
         "hot_cache": stats.get("hot_cache", {}).get("bytes"),
     }
     return {k: round(v / _MB, 1) for k, v in figures.items() if v is not None}
+
+
+def _account(t_s: float, proc: dict[str, float], stats: dict[str, Any]) -> dict[str, Any]:
+    return {"t_s": t_s, "rss_mb": proc["rss_mb"], "heaps_mb": heaps(stats), "counts": counts(stats)}
+
+
+def _sum(d: dict[str, Any], *keys: str) -> int | None:
+    return sum(d[k] for k in keys) if all(k in d for k in keys) else None
+
+
+def counts(stats: dict[str, Any]) -> dict[str, int]:
+    """What the growth could be made of, in entries: Milvus Lite's live rows, the rows
+    its segments hold (dead ones until a compaction) and its tombstones, and how full
+    each memo table is (``lru_<name>``: a table that stops at its max is bounded)."""
+    milvus = stats.get("milvus", {})
+    found = {
+        f"milvus_{k}": milvus[k]
+        for k in ("rows", "segment_rows", "memtable_rows", "tombstones", "segments")
+        if k in milvus
+    }
+    for name, fill in stats.get("lru_caches", {}).items():
+        found[f"lru_{name}"] = fill["entries"]
+    return found
 
 
 def _comm(pid: int, tid: str) -> str:
@@ -257,14 +286,20 @@ def bench_soak(
         start_fds = _fd_kinds(pid, data_dir)
         inside = {"start": _node_stats(base, admin)}
         samples = [{"t_s": 0.0, **start_stats}]
+        accounts = [_account(0.0, start_stats, inside["start"])]
         began = time.monotonic()
         while any(t.is_alive() for t in threads):
             time.sleep(SAMPLE_S)
             samples.append({"t_s": round(time.monotonic() - began, 1), **_proc_stats(pid)})
-            if "half" not in inside and samples[-1]["t_s"] >= duration_s / 2:
-                inside["half"] = _node_stats(base, admin)
+            if samples[-1]["t_s"] - accounts[-1]["t_s"] >= ACCOUNT_S:
+                stats = _node_stats(base, admin)
+                accounts.append(_account(samples[-1]["t_s"], samples[-1], stats))
+                if "half" not in inside and samples[-1]["t_s"] >= duration_s / 2:
+                    inside["half"] = stats
         end_stats = _proc_stats(pid)
         inside["end"] = _node_stats(base, admin)
+        inside.setdefault("half", inside["end"])  # a run shorter than ACCOUNT_S
+        accounts.append(_account(round(time.monotonic() - began, 1), end_stats, inside["end"]))
         fds = {"start": start_fds, "end": _fd_kinds(pid, data_dir)}
     finally:
         stack.stop(data_dir)
@@ -320,6 +355,9 @@ def bench_soak(
             "open_files_by_kind": fds,
             "inside": inside,  # the node's own account at start, half-way and end
             "heaps_mb": {when: heaps(stats) for when, stats in inside.items()},
+            "counts": {when: counts(stats) for when, stats in inside.items()},
+            # every ACCOUNT_S: RSS beside each heap and count, to see which one moves with it
+            "accounts": accounts,
             "samples": samples,
         },
         "series": {  # from the load's start, warm-up included; node samples: node.samples
@@ -411,5 +449,10 @@ def summary(result: dict[str, Any]) -> str:
         + ", ".join(
             f"{k} {v} -> {node['heaps_mb'].get('end', {}).get(k, '?')}"
             for k, v in node["heaps_mb"].get("start", {}).items()
+        )
+        + "; counts "
+        + ", ".join(
+            f"{k} {v} -> {node.get('counts', {}).get('end', {}).get(k, '?')}"
+            for k, v in node.get("counts", {}).get("start", {}).items()
         )
     )

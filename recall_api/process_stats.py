@@ -111,10 +111,31 @@ def python_heap() -> dict[str, Any]:
     }
 
 
+def lru_caches() -> dict[str, dict[str, int]]:
+    """How full each of our bounded ``lru_cache`` memo tables is. They hold a few MB
+    each when full and fill with the distinct texts a process meets, so over a soak's
+    first minutes they grow like a leak would; ``entries`` at ``max`` means it stopped."""
+    from core import calibration, clustering, lexical, user_index
+
+    caches = {
+        "latin_share": calibration.latin_share,
+        "specifics": clustering._specifics,
+        "stem": lexical.stem,
+        "term_counts": lexical.term_counts,
+        "shared_decode": user_index.shared_decode,
+    }
+    return {
+        name: {"entries": (info := fn.cache_info()).currsize, "max": info.maxsize}
+        for name, fn in caches.items()
+    }
+
+
 def process_stats(stores: Any, services: Any) -> dict[str, Any]:
-    """The node's Python heap, its hot cache and its ClickHouse engine."""
-    stats: dict[str, Any] = {"python": python_heap()}
+    """The node's Python heap and memo tables, its hot cache, its ClickHouse engine and
+    embedded Milvus Lite's segments."""
+    stats: dict[str, Any] = {"python": python_heap(), "lru_caches": lru_caches()}
     if services is not None:
         stats["hot_cache"] = {"users": len(services.cache), "bytes": services.cache.nbytes}
     stats["clickhouse"] = stores.clickhouse.engine_stats()
+    stats["milvus"] = stores.milvus.engine_stats()
     return stats
