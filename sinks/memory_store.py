@@ -351,6 +351,16 @@ class MemoryStore:
         found = self.load(user_id, memory_ids=[memory_id], tenant=tenant)
         return found[0] if found else None
 
+    def ids(self, user_id: int, *, tenant: str) -> list[str]:
+        """Every memory id the user has in ClickHouse, whatever its status (the ids a
+        whole-user purge takes out of Milvus: deleted and superseded ones have vectors)."""
+        rows = self.stores.clickhouse.query(
+            f"SELECT DISTINCT memory_id FROM {self.db}.memories "
+            "WHERE tenant_id = {t:String} AND user_id = {u:UInt64}",
+            {"t": tenant, "u": user_id},
+        )
+        return [mid for (mid,) in rows]
+
     def hashes(self, user_id: int, *, tenant: str) -> dict[str, str]:
         """content_hash → memory_id of the user's live (not deleted/purged) memories."""
         rows = self.stores.clickhouse.query(

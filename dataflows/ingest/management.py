@@ -218,6 +218,13 @@ def delete(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
         )
         if p.get("shred"):
             batch.shred_users.append(UserKey(cmd.tenant_id, cmd.user_id))
+            # and the vectors of the versions deleted or superseded before: all of them go
+            named = set(batch.milvus_deletes)
+            batch.milvus_deletes.extend(
+                mid
+                for mid in writer.rt.memories.ids(cmd.user_id, tenant=cmd.tenant_id)
+                if mid not in named
+            )
     asked = list(p.get("memory_ids") or [])
     missing = sorted(set(asked) - {r.memory_id for r in targets})
     if asked and len(asked) == 1 and missing:

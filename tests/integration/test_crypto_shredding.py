@@ -197,6 +197,13 @@ def test_purge_leaves_no_copy_that_opens(api, runtime, ingest, settings, stores,
     assert _has(_opened(keys, user_id, before["recovery"]), snap)
     assert _has(_opened(keys, user_id, before["export"]), updated)
 
+    gone = api.post(
+        "/memory/v1/add_structured", json={"user_id": user_id, "content": "I once had a boat"}
+    ).json()["data"]["memory_id"]
+    assert (
+        api.post("/memory/v1/delete", json={"user_id": user_id, "memory_id": gone}).json()["code"]
+        == 0
+    )  # a deleted memory keeps its vector (restore) until the purge
     ids = [
         i
         for (i,) in stores.clickhouse.query(
@@ -204,7 +211,7 @@ def test_purge_leaves_no_copy_that_opens(api, runtime, ingest, settings, stores,
             {"u": user_id},
         )
     ]
-    assert mid in ids and len(stores.milvus.get(ids, ["memory_id"])) == len(ids)
+    assert {mid, gone} <= set(ids) and len(stores.milvus.get(ids, ["memory_id"])) == len(ids)
 
     purge = api.post("/memory/v1/purge", json={"user_id": user_id}).json()
     assert purge["code"] == 0 and purge["data"]["crypto_shredded"], purge
