@@ -25,7 +25,7 @@ def test_a_short_soak_reports_codes_latency_and_node_numbers(tmp_path: Path) -> 
     (path,) = (tmp_path / "out").glob("*/report.json")
     assert result["json_path"] == str(path)
     assert json.loads(path.read_text())["benches"]["soak"]["requests"] == result["requests"]
-    assert_report_charts(path.parent, {"soak-throughput.png", "soak-node.png"})
+    assert_report_charts(path.parent, {"soak-throughput.png", "soak-node.png", "soak-heaps.png"})
     assert result["series"]["requests_per_s"] and result["node"]["cpu_cores_mean"] >= 0
     assert set(result["recall_ms"]) == {"p50", "p95", "p99", "max"}
     assert result["bench"] == "soak" and result["requests"] > 0
@@ -48,5 +48,10 @@ def test_a_short_soak_reports_codes_latency_and_node_numbers(tmp_path: Path) -> 
     held = node["heaps_mb"]["end"]  # each allocator's share, from the same account
     assert held["pymalloc_arenas"] >= held["pymalloc_in_use"] > 0
     assert held["glibc_in_use"] > 0 and held["jemalloc_resident"] > 0
+    assert held["milvus_arrow"] > 0  # embedded Milvus Lite's segments and memtable
+    counted = node["counts"]["end"]  # what the growth could be made of, in entries
+    assert counted["milvus_rows"] > 0 and counted["lru_term_counts"] > 0
+    accounts = node["accounts"]  # start and end at least: the chart's points
+    assert len(accounts) >= 2 and accounts[-1]["heaps_mb"] == held
     kinds = node["open_files_by_kind"]["end"]
     assert kinds.get("thread stats (exited)", 0) == 0  # per-thread handles do not leak
