@@ -47,6 +47,7 @@ from sinks.stores import Stores
 
 log = logging.getLogger(__name__)
 RECONCILE_KEY = "reconcile:pending"
+_LIVE_ROWS = (str(Status.ACTIVE), str(Status.ARCHIVED))  # rows that must have a vector
 REFRESH_OP = "REFRESH"  # memory.changes op of a weight-only update (no change-log row)
 
 
@@ -163,8 +164,7 @@ class MemoryStore:
                 if full:
                     mv.upsert(full)
                 if partial:
-                    mv.client.upsert(mv.collection, partial, partial_update=True)
-                    mv.note_written(len(partial))
+                    partial = self._upsert_partial(partial)
                 if batch.milvus_deletes:
                     mv.delete(batch.milvus_deletes)
                 return
@@ -179,6 +179,32 @@ class MemoryStore:
             self.stores.redis.client.sadd(RECONCILE_KEY, *ids)
         except Exception:
             log.error("reconcile queue unavailable; the periodic reconcile will find the drift")
+
+    def _upsert_partial(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Scalar-only upserts of rows Milvus holds; returns the rows written.
+
+        A partial upsert of a row Milvus no longer holds fails the whole call (it would
+        be an insert without a vector): a purge removed it while a write for that memory
+        was on its way (a weight or status change racing a whole-user purge or the
+        lifecycle purge). Then the rows still there are written, and a missing one is
+        skipped when it is no longer live (its vector left with the purge) or queued for
+        the reconcile, which re-embeds it, when it is."""
+        mv = self.stores.milvus
+        try:
+            mv.client.upsert(mv.collection, rows, partial_update=True)
+        except Exception:
+            held = {r["memory_id"] for r in mv.get([r["memory_id"] for r in rows], ["memory_id"])}
+            if len(held) == len(rows):
+                raise  # not a missing row: the caller's retry
+            live = [r["memory_id"] for r in rows
+                    if r["memory_id"] not in held and r["status"] in _LIVE_ROWS]  # fmt: skip
+            if live:
+                self.stores.redis.client.sadd(RECONCILE_KEY, *live)
+            rows = [r for r in rows if r["memory_id"] in held]
+            if rows:
+                mv.client.upsert(mv.collection, rows, partial_update=True)
+        mv.note_written(len(rows))
+        return rows
 
     def _publish(self, batch: WriteBatch) -> None:
         events = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import numpy as np
@@ -11,7 +12,7 @@ from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import DirectVia, KafkaVia
 from ops.lifecycle_cmd import run_direct
 from schemas.enums import Status
-from sinks.memory_store import RECONCILE_KEY, milvus_row
+from sinks.memory_store import RECONCILE_KEY, WriteBatch, milvus_row
 from tests.helpers.lifecycle import T0, record, seed
 
 pytestmark = pytest.mark.integration
@@ -113,3 +114,33 @@ def test_the_cli_runs_a_pass_in_process_when_no_node_runs(runtime, settings, use
     want = runtime.embedder.embed([lost.content])[0]
     got = np.asarray(row["vector"], dtype=np.float32)
     assert float(got @ want / np.linalg.norm(got) / np.linalg.norm(want)) > 0.999
+
+
+def test_a_write_racing_a_purge_writes_the_rows_milvus_still_holds(runtime, ingest, user_id):
+    """A status change that reaches Milvus after a purge deleted the row: the rows still
+    there are written, the purged one is not brought back without a vector, and a live
+    one whose vector is missing goes to the reconcile queue (re-embedded there)."""
+    kept, purged, live = seed(
+        runtime,
+        record(user_id, "I keep bees"),
+        record(user_id, "I sail"),
+        record(user_id, "I knit"),
+    )
+    mv, redis = runtime.stores.milvus, runtime.stores.redis.client
+    mv.delete([purged.memory_id, live.memory_id])  # the purge got there first
+    redis.srem(RECONCILE_KEY, kept.memory_id, purged.memory_id, live.memory_id)
+    runtime.memories.write(
+        WriteBatch(
+            memories=[
+                dataclasses.replace(kept, status=Status.ARCHIVED),
+                dataclasses.replace(purged, status=Status.DELETED, content=""),
+                dataclasses.replace(live, is_important=True),
+            ]
+        )
+    )
+    (row,) = mv.get([kept.memory_id], ["status"])
+    assert row["status"] == "ARCHIVED"
+    assert mv.get([purged.memory_id, live.memory_id], ["memory_id"]) == []
+    queued = redis.smembers(RECONCILE_KEY)
+    assert live.memory_id in queued and purged.memory_id not in queued
+    assert kept.memory_id not in queued
