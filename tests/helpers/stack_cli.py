@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +24,23 @@ def cli(env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.Com
     )
 
 
+def _free_pair() -> int:
+    """A free port whose next one is free too: ``memstream up`` puts the KRaft controller
+    on the broker's port + 1 (a CI run failed when an ephemeral port sat there)."""
+    for _ in range(100):
+        port = free_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two adjacent free ports on 127.0.0.1")
+
+
 def private_stack_env(data_dir: Path) -> tuple[dict[str, str], dict[str, int]]:
     """Environment for a stack of its own: no MEMSTREAM_* of the caller leaks in."""
-    ports = {"api": free_port(), "kafka": free_port(), "redis": free_port()}
+    ports = {"api": free_port(), "kafka": _free_pair(), "redis": free_port()}
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
     env.update(
         {
