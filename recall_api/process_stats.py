@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from core import calibration, clustering, lexical, user_index
+
 
 class _MallInfo2(ctypes.Structure):
     _fields_ = [
@@ -115,8 +117,6 @@ def lru_caches() -> dict[str, dict[str, int]]:
     """How full each of our bounded ``lru_cache`` memo tables is. They hold a few MB
     each when full and fill with the distinct texts a process meets, so over a soak's
     first minutes they grow like a leak would; ``entries`` at ``max`` means it stopped."""
-    from core import calibration, clustering, lexical, user_index
-
     caches = {
         "latin_share": calibration.latin_share,
         "specifics": clustering._specifics,

@@ -193,8 +193,9 @@ class MemoryStore:
         try:
             mv.client.upsert(mv.collection, rows, partial_update=True)
         except Exception:
-            held = {r["memory_id"] for r in mv.get([r["memory_id"] for r in rows], ["memory_id"])}
-            if len(held) == len(rows):
+            asked = {r["memory_id"] for r in rows}
+            held = {r["memory_id"] for r in mv.get(sorted(asked), ["memory_id"])}
+            if held >= asked:
                 raise  # not a missing row: the caller's retry
             live = [r["memory_id"] for r in rows
                     if r["memory_id"] not in held and r["status"] in _LIVE_ROWS]  # fmt: skip
