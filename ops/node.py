@@ -24,7 +24,7 @@ from dataflows.lifecycle.schedule import LifecyclePasses
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
 from dataflows.runtime import Runtime
-from ops.heap import start_trimmer
+from ops.heap import limit_arenas, start_trimmer
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.services import Services
@@ -114,6 +114,7 @@ def serve(settings: Settings) -> None:
 
 
 def main() -> int:
+    limit_arenas()  # before the threads start: each would take an arena of its own (ops.heap)
     try:
         settings = get_settings()
     except SettingsError as exc:

@@ -27,6 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from core.settings import Settings, SettingsError, get_settings
+from ops.heap import limit_arenas, start_trimmer
 
 FLOWS = ("ingest", "lifecycle")
 
@@ -158,12 +159,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_api(args: argparse.Namespace) -> int:
+    limit_arenas()  # before the threads start (ops.heap)
     try:
         require_servers(get_settings())
     except SettingsError as exc:
         print(f"memstream api: {exc}", file=sys.stderr)
         return 2
-    from ops.heap import start_trimmer
     from recall_api.main import main as api_main
 
     start_trimmer()
@@ -171,6 +172,7 @@ def run_api(args: argparse.Namespace) -> int:
 
 
 def run_dataflow(args: argparse.Namespace) -> int:
+    limit_arenas()  # before the threads start (ops.heap)
     who = f"memstream dataflow {args.flow}"
     settings = get_settings()
     try:
@@ -213,7 +215,6 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     from core.logs import setup_logging
     from dataflows.runner import init_partition_share
     from dataflows.runtime import Runtime
-    from ops.heap import start_trimmer
     from sinks.config_topic import follow_config
     from sinks.stores import Stores
 
