@@ -210,9 +210,15 @@ def english_only(name: str) -> bool:
     return "multilingual" not in n and any(m in n for m in ("minilm", "mpnet"))
 
 
-@functools.lru_cache(maxsize=65536)
 def latin_share(text: str) -> float:
     """Share of letters in Latin script (1.0 when the text has none; digits are neither)."""
+    # every ASCII letter is Latin: most English text is answered without the memo, which
+    # then holds only the texts a loop over their letters is worth remembering for
+    return 1.0 if text.isascii() else _latin_share(text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _latin_share(text: str) -> float:
     total = latin = 0
     for ch in text:
         if ch.isalpha():

@@ -62,7 +62,6 @@ def _jieba() -> Any:
     return jieba
 
 
-@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """The English Snowball stem of a lowercased word, with a trailing "i" dropped.
 
@@ -74,7 +73,12 @@ def stem(word: str) -> str:
     it is typed ("Alice"/"alice" → "alic", "Hannah's" → "hannah").
     """
     if len(word) <= 3 or not word.isalpha() or not word.isascii():
-        return word
+        return word  # outside the memo: numbers and ids would fill it with no gain
+    return _stem(word)
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:
         stemmer = _local.stemmer = Stemmer.Stemmer("english")

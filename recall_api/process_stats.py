@@ -118,9 +118,9 @@ def lru_caches() -> dict[str, dict[str, int]]:
     each when full and fill with the distinct texts a process meets, so over a soak's
     first minutes they grow like a leak would; ``entries`` at ``max`` means it stopped."""
     caches = {
-        "latin_share": calibration.latin_share,
+        "latin_share": calibration._latin_share,
         "specifics": clustering._specifics,
-        "stem": lexical.stem,
+        "stem": lexical._stem,
         "term_counts": lexical.term_counts,
         "shared_decode": user_index.shared_decode,
     }

@@ -16,6 +16,7 @@ from core.calibration import (
     Background,
     Calibration,
     Knots,
+    _latin_share,
     background,
     calibration_for,
     english_only,
@@ -115,6 +116,16 @@ def test_the_reference_set_holds_everyday_english_and_chinese_statements():
 )
 def test_latin_share(text, share):
     assert latin_share(text) == pytest.approx(share)
+
+
+def test_only_non_ascii_texts_enter_the_latin_share_memo():
+    # every ASCII letter is Latin, so ASCII text is answered at once; the memo keeps the
+    # texts whose letters must be looped over
+    _latin_share.cache_clear()
+    for text in ("I like hotpot (123456)", "I like tea", "我在Google工作", "我在Google工作"):
+        latin_share(text)
+    info = _latin_share.cache_info()
+    assert (info.currsize, info.hits) == (1, 1)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from core.lexical import BM25Index, stem, tokenize
+from core.lexical import BM25Index, _stem, stem, tokenize
 
 
 def test_latin_text_is_lowercased_split_on_non_word_characters_and_stemmed():
@@ -65,6 +65,16 @@ def test_numbers_short_words_and_non_english_letters_are_not_stemmed():
     assert [stem(w) for w in ("2021", "a1b2", "gas", "café", "zürich")] == [
         "2021", "a1b2", "gas", "café", "zürich",
     ]  # fmt: skip
+
+
+def test_only_words_that_are_stemmed_enter_the_memo():
+    # numbers and ids are new words all the time: remembered, they would fill the memo
+    # (65,536 entries) with nothing a lookup saves, as bench soak's numbered sentences did
+    _stem.cache_clear()
+    for word in ("20261203", "a1b2c3", "gas", "zürich", "allergies", "allergies"):
+        stem(word)
+    info = _stem.cache_info()
+    assert (info.currsize, info.hits) == (1, 1)
 
 
 def test_full_width_input_is_folded():
