@@ -10,14 +10,16 @@ milliseconds, so it runs once a minute on a daemon thread. No library does this 
 call; ``ctypes`` reaches it. Where there is no ``malloc_trim`` (musl, macOS) nothing runs.
 
 The trim returns free pages, not a fragmented arena's holes smaller than a page, and glibc
-gives each new thread an arena of its own up to 8 per core. A 50-minute soak (2 cores,
-~185 threads) kept 74 → 109 MB free in those arenas, rising ~0.75 MB/min; the same soak
-with ``MALLOC_ARENA_MAX=2`` kept 23 → 22 MB (20-36 between minutes), and recall p99 did
-not move beyond the machine's noise (docs/bench). So the long-running processes cap the
-arenas at one per core, at least 2 (:func:`limit_arenas`), unless the operator set
-``MALLOC_ARENA_MAX``, which glibc reads itself. Memory in these processes is mostly
-allocated under the GIL (pymalloc) or by allocators of their own (chDB's jemalloc,
-onnxruntime's arena), so fewer glibc arenas cost little contention.
+gives each new thread an arena of its own, up to 8 per core. Two 30-minute soaks back to
+back (2 cores, ~185 threads, docs/bench/20261203T105259Z and 20261203T112548Z): with
+glibc's default the free bytes kept in the arenas rose 59 → 91 MB (1.14 MB/min); capped
+at 2 arenas they stayed 25-40 MB (0.13 MB/min). Recall did not measurably slow: three
+interleaved pairs of ``bench recall`` saturated at 233/267/292 recalls/s capped against
+263/252/224 uncapped. So the long-running processes cap the arenas at one per core, at
+least 2 (:func:`limit_arenas`), unless the operator set ``MALLOC_ARENA_MAX``, which
+glibc reads itself. Their memory is mostly allocated under the GIL (pymalloc) or by
+allocators of their own (chDB's jemalloc, onnxruntime's arena), so few threads contend
+for a glibc arena at once.
 """
 
 from __future__ import annotations
