@@ -128,6 +128,16 @@ def _quality(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
     return rows, lines
 
 
+def _warmup_growth(node: dict[str, Any]) -> str:
+    before = node.get("load_start")  # absent from reports written before it was recorded
+    if before is None:
+        return ""
+    return (
+        f"Before the warm-up: RSS {before['rss_mb']} MB, open files {before['open_files']}, "
+        f"threads {before['threads']}; after it: "
+    )
+
+
 def _soak(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
     node, c, ms = r["node"], r["config"], r["recall_ms"]
     lat = _lat(ms["p50"], ms["p95"], ms["p99"], ms.get("max"))
@@ -140,7 +150,8 @@ def _soak(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
         f"{c['clients']} clients, {c['users']} users, {c['duration_s']:g} s measured after "
         f"{c['warmup_s']:g} s of warm-up, against a node subprocess with API keys on: "
         f"{r['requests']} requests ({r['requests_per_s']}/s); recall p50 / p95 / p99 / max "
-        f"{lat} ms. Node RSS {node['start']['rss_mb']} → {node['end']['rss_mb']} MB (second "
+        f"{lat} ms. {_warmup_growth(node)}Node RSS {node['start']['rss_mb']} → "
+        f"{node['end']['rss_mb']} MB (second "
         f"half {node['rss_slope_mb_per_min_second_half']} MB/min), open files "
         f"{node['start']['open_files']} → {node['end']['open_files']}, threads "
         f"{node['start']['threads']} → {node['end']['threads']}, CPU "

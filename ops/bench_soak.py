@@ -56,6 +56,7 @@ SAMPLE_S = 5.0
 # Milvus Lite rows in an hour), which says nothing about leaks. With these the data
 # levels off: what grows then is not data.
 STEADY_ENV = {"MEMSTREAM_LIFECYCLE_INTERVAL_S": "60", "MEMSTREAM_DELETED_RETENTION_DAYS": "0"}
+WARMUP_S = 300.0  # a fresh node fills its pools and caches over ~5 minutes of this load
 ACCOUNT_S = 60.0  # the node's own account (GET /admin/v1/stats), once a minute
 WORDS = (
     "tea coffee Lisbon Osaka cello tennis bakery hiking Dune Prius garden kittens "
@@ -247,12 +248,12 @@ def bench_soak(
     duration_s: float = 300.0,
     clients: int = 4,
     users: int = 50,
-    warmup_s: float = 0.0,
+    warmup_s: float = WARMUP_S,
 ) -> dict[str, Any]:
-    """``warmup_s``: the same load runs that long first, unmeasured, and the node's
-    start figures are read after it (its pools, caches and code pages filled: RSS climbs
-    ~240 MB over the first ~5 minutes, then levels off); codes and latencies count the
-    whole run."""
+    """``warmup_s``: the same load runs that long first, and the node's start figures are
+    read after it (its pools, caches and code pages filled: RSS climbs ~130 MB over the
+    first ~5 minutes, then levels off); ``node.load_start`` keeps the figures from before
+    it. Codes and latencies count the whole run."""
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-soak-"))
     bootstrap = f"127.0.0.1:{free_port()}"
     redis_url = f"redis://127.0.0.1:{free_port()}/0"
@@ -283,6 +284,7 @@ def bench_soak(
         wait_until(lambda: _ready(base), 300, "node /readyz", stack.proc(data_dir, "node"))
         pool = [9_000_000 + i for i in range(users)]
         _warm(base, app_keys[0], pool)
+        load_start = _proc_stats(pid)  # before the warm-up: its growth stays in the record
         load_began = time.monotonic()
         until = load_began + warmup_s + duration_s
         threads = [_Client(i, base, app_keys[i], admin, pool, until) for i in range(clients)]
@@ -346,6 +348,7 @@ def bench_soak(
         "codes": {op: dict(sorted(c.items())) for op, c in sorted(codes.items())},
         "node_errors": node_errors,
         "node": {
+            "load_start": load_start,
             "start": start_stats,
             "end": end_stats,
             "rss_growth_mb_per_min_second_half": round(
@@ -443,16 +446,25 @@ def _warm(base: str, key: str, users: list[int]) -> None:
                       json={"user_id": u, "query": "warm", "scope": {"app_id": APP}})  # fmt: skip
 
 
+_NODE_FIGURES = (("RSS (MB)", "rss_mb"), ("open files", "open_files"), ("threads", "threads"))
+
+
+def _span(node: dict[str, Any], key: str) -> str:
+    """``before warm-up -> start -> end`` (reports from before ``load_start``: two)."""
+    points = [node[w][key] for w in ("load_start", "start", "end") if w in node]
+    return " -> ".join(str(v) for v in points)
+
+
 def summary(result: dict[str, Any]) -> str:
     """The run in one line (stderr); the JSON is the record."""
     node, c = result["node"], result["config"]
     return (
         f"bench soak: {result['requests']} requests in {c['warmup_s'] + c['duration_s']:g}s "
         f"({result['requests_per_s']}/s, {c['clients']} clients); recall p50 "
-        f"{result['recall_ms']['p50']} p99 {result['recall_ms']['p99']} ms; node RSS "
-        f"{node['start']['rss_mb']} -> {node['end']['rss_mb']} MB, open files "
-        f"{node['start']['open_files']} -> {node['end']['open_files']}, threads "
-        f"{node['start']['threads']} -> {node['end']['threads']}; second half "
+        f"{result['recall_ms']['p50']} p99 {result['recall_ms']['p99']} ms; node (before "
+        "warm-up -> start -> end) "
+        + ", ".join(f"{what} {_span(node, key)}" for what, key in _NODE_FIGURES)
+        + "; second half "
         f"{node['rss_slope_mb_per_min_second_half']} MB/min, "
         f"{node['open_files_slope_per_min_second_half']} open files/min; heaps (MB) "
         + ", ".join(

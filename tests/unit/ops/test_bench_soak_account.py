@@ -1,7 +1,7 @@
 """bench soak's account of the node: heaps in MB, counts in entries, and the chart of both."""
 
 from ops import bench_charts
-from ops.bench_soak import _account, counts, heaps
+from ops.bench_soak import _account, _span, counts, heaps
 
 STATS = {
     "python": {"malloc": {"in_use_bytes": 300 * 2**20}, "arrow": {"allocated_bytes": 2**21}},
@@ -31,3 +31,10 @@ def test_the_heaps_chart_plots_each_heap_against_rss(tmp_path) -> None:
     path = bench_charts.heaps(accounts, tmp_path / "heaps.png", "t")
     assert path is not None and path.stat().st_size > 1000
     assert bench_charts.heaps(accounts[:1], tmp_path / "one.png", "t") is None
+
+
+def test_the_node_figures_span_the_warm_up_when_it_was_recorded() -> None:
+    start, end = {"rss_mb": 990.0}, {"rss_mb": 1001.5}
+    node = {"load_start": {"rss_mb": 862.0}, "start": start, "end": end}
+    assert _span(node, "rss_mb") == "862.0 -> 990.0 -> 1001.5"
+    assert _span({"start": start, "end": end}, "rss_mb") == "990.0 -> 1001.5"  # older reports
