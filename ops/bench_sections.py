@@ -131,10 +131,10 @@ def _quality(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
 def _warmup_growth(node: dict[str, Any]) -> str:
     before = node.get("load_start")  # absent from reports written before it was recorded
     if before is None:
-        return ""
+        return "Node"
     return (
         f"Before the warm-up: RSS {before['rss_mb']} MB, open files {before['open_files']}, "
-        f"threads {before['threads']}; after it: "
+        f"threads {before['threads']}. After it, node"
     )
 
 
@@ -150,7 +150,7 @@ def _soak(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
         f"{c['clients']} clients, {c['users']} users, {c['duration_s']:g} s measured after "
         f"{c['warmup_s']:g} s of warm-up, against a node subprocess with API keys on: "
         f"{r['requests']} requests ({r['requests_per_s']}/s); recall p50 / p95 / p99 / max "
-        f"{lat} ms. {_warmup_growth(node)}Node RSS {node['start']['rss_mb']} → "
+        f"{lat} ms. {_warmup_growth(node)} RSS {node['start']['rss_mb']} → "
         f"{node['end']['rss_mb']} MB (second "
         f"half {node['rss_slope_mb_per_min_second_half']} MB/min), open files "
         f"{node['start']['open_files']} → {node['end']['open_files']}, threads "
