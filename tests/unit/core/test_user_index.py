@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +21,7 @@ from schemas.memory import MemoryRecord
 
 DIM = 32
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+REPO = Path(__file__).resolve().parents[3]
 TEXTS = [
     "Alice moved to Lisbon in 2019",
     "My sister works as a nurse in Porto",
@@ -180,7 +184,9 @@ def test_fill_builds_what_a_put_of_each_builds():
         UserIndex(7, DIM).fill(records, b"\0" * 3)  # rows that do not match
 
 
-def test_the_budget_estimate_covers_what_the_index_really_allocates():
+def _allocated() -> tuple[int, int, int]:
+    """(bytes the index allocated, its own estimate, its memories), measured with
+    tracemalloc in the calling process."""
     rng = np.random.default_rng(5)
     texts = [f"{TEXTS[i % len(TEXTS)]} number {i}" for i in range(200)]
     recs = [rec(i, t) for i, t in enumerate(texts)]
@@ -200,8 +206,21 @@ def test_the_budget_estimate_covers_what_the_index_really_allocates():
         used = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert used <= idx.nbytes <= 1.3 * used
-    assert idx.nbytes / len(idx) < 1024  # issue 13: at most 1 KB a memory
+    return used, idx.nbytes, len(idx)
+
+
+def test_the_budget_estimate_covers_what_the_index_really_allocates():
+    # in a fresh interpreter: tracemalloc counts every thread's allocations. In one full
+    # fresh-clone run this measured 2 % over the estimate while alone it passed; most
+    # likely threads that earlier tests leave running allocated inside the window
+    code = "from tests.unit.core.test_user_index import _allocated; print(*_allocated())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    used, nbytes, n = map(int, out.stdout.split())
+    assert used <= nbytes <= 1.3 * used
+    assert nbytes / n < 1024  # issue 13: at most 1 KB a memory
 
 
 def test_allowed_by_the_columns_is_the_predicate_record_by_record():
