@@ -26,7 +26,8 @@ from dataflows.ingest import management  # noqa: F401  (registers the management
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.embed import embed_all
 from dataflows.ingest.extract import extract
-from dataflows.ingest.items import Applied, Incoming, IncomingCommand, Rejected
+from dataflows.ingest.guard import guarded
+from dataflows.ingest.items import Applied, Extracted, Incoming, IncomingCommand, Rejected
 from dataflows.ingest.items import Source as Origin
 from dataflows.ingest.parse import parse_command, parse_conversation
 from dataflows.ingest.shards import WorkerCounts, embed_shard, shard_worker
@@ -37,7 +38,7 @@ from dataflows.lifecycle import commands as _lifecycle  # noqa: F401  (lifecycle
 from dataflows.runtime import Runtime
 from dataflows.sources import StoppableKafkaSource
 from schemas.errors import ErrorCode
-from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
+from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS, UINT64_MAX
 from schemas.tenants import UserKey, scoped
 from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
@@ -76,8 +77,16 @@ def build_flow(
             msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value, _ts_s(msg)
         )
         if msg.topic == commands_topic:
-            return parse_command(origin, rt.settings, rt.memories.cipher)
-        return parse_conversation(origin, rt.settings, rt.memories.cipher)
+            return guarded(
+                "parse",
+                lambda: parse_command(origin, rt.settings, rt.memories.cipher),
+                lambda reason: Rejected(reason, origin),
+            )
+        return guarded(
+            "parse",
+            lambda: parse_conversation(origin, rt.settings, rt.memories.cipher),
+            lambda reason: Rejected(reason, origin),
+        )
 
     def gate(msgs: list[KafkaSourceMessage]) -> list:
         """Parse a whole input batch, then check every user's switch in one round trip;
@@ -123,14 +132,27 @@ def build_flow(
 
     def run_extract(batch):
         rt.tasks.processing([(i.event.tenant_id, i.task_id) for i in batch.events])
-        return extract(rt.llm, batch)
+        return guarded(
+            "extract",
+            lambda: extract(rt.llm, batch),
+            lambda reason: refused_batch(batch.events, reason),
+        )
 
     def write(state, item):
+        def refused(reason: str) -> Applied:
+            # the user's hot index may hold part of what failed: reload it from the stores
+            if isinstance(item, IncomingCommand):
+                rt.cache.invalidate(item.command.user_id, tenant=item.command.tenant_id)
+                return refused_command(item, reason)
+            rt.cache.invalidate(item.user_id, tenant=item.tenant_id)
+            bad = refused_batch(item.tasks, reason).failures
+            return Applied(WriteBatch(), [r for b in bad for r in failed_task(b)], rejected=bad)
+
         if isinstance(item, IncomingCommand):
-            out = apply_command(writer, item)
+            out = guarded("write", lambda: apply_command(writer, item), refused)
             out.event_s.append(item.source.ts_s)
         else:
-            out = writer.apply_extracted(item)
+            out = guarded("write", lambda: writer.apply_extracted(item), refused)
             out.event_s.extend(i.source.ts_s for i in item.tasks)
         return None, out
 
@@ -151,7 +173,19 @@ def build_flow(
         batches = opened(kv[1])
         if embedded is not None:
             embedded.add(shard_worker(kv[0], workers), sum(len(b.facts) for b in batches))
-        return embed_all(rt.embedder, rt.cache, batches)
+
+        def one_by_one(_: str) -> list:  # a batch failed the shared call: find it, keep the rest
+            return [
+                b
+                for batch in batches
+                for b in guarded(
+                    "embed",
+                    lambda batch=batch: embed_all(rt.embedder, rt.cache, [batch]),
+                    lambda reason, batch=batch: [refused_batch(batch.tasks, reason)],
+                )
+            ]
+
+        return guarded("embed", lambda: embed_all(rt.embedder, rt.cache, batches), one_by_one)
 
     vectors = op.flat_map("embed", groups, embed)
     to_writer = op.merge("to_writer", vectors, is_cmd.trues)  # Extracted | IncomingCommand
@@ -159,6 +193,27 @@ def build_flow(
     applied = op.key_rm("unkey_user", op.stateful_map("write", by_user, write))  # Applied
     op.output("store", op.merge("to_sink", applied, is_cmd.falses), MemorySink(rt))
     return flow
+
+
+def refused_batch(events: list[Incoming], reason: str) -> Extracted:
+    """Every event of a batch refused for ``reason``: the writer fails their tasks and
+    sends each to the DLQ, and writes nothing of them."""
+    first = events[0].event
+    failures = [
+        Rejected(reason, i.source, i.task_id, first.user_id, first.tenant_id) for i in events
+    ]
+    return Extracted(first.user_id, list(events), failures=failures, tenant_id=first.tenant_id)
+
+
+def refused_command(item: IncomingCommand, reason: str) -> Applied:
+    """A command refused for ``reason``: its caller is answered, its input goes to the DLQ."""
+    cmd = item.command
+    answer = {"code": int(ErrorCode.BAD_PARAMETER), "msg": f"the command was refused: {reason}"}
+    return Applied(
+        WriteBatch(),
+        command_results=[(cmd.result_id, answer)],
+        rejected=[Rejected(reason, item.source, None, cmd.user_id, cmd.tenant_id)],
+    )
 
 
 def failed_task(bad: Rejected) -> list[TaskResult]:
@@ -185,10 +240,10 @@ def _ts_s(msg: KafkaSourceMessage) -> float:
 
 def _key_user(key: bytes | None) -> int | None:
     """The user a Kafka message key names (the producer's contract), if it is one."""
-    try:
-        return int(key) if key else None
-    except ValueError:
+    if not key or len(key) > 20 or not key.isdigit():  # bytes: ASCII digits only ("-5" no)
         return None
+    user_id = int(key)
+    return user_id if user_id <= UINT64_MAX else None
 
 
 def _user_key(item) -> str:
