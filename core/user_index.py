@@ -505,17 +505,29 @@ class Records(Mapping[str, MemoryRecord]):
 
 
 class ByHash:
-    """``idx.by_hash.get(content_hash)``: the held memory with exactly that content."""
+    """``idx.by_hash.get(content_hash)``: the held memory with exactly that content;
+    ``idx.by_hash.find(content_hash, keep)``: the first one ``keep`` accepts (a scope
+    may hold the same words as another scope: dedup looks only where the writer sees)."""
 
     def __init__(self, idx: UserIndex):
         self._idx = idx
 
     def get(self, content_hash: str, default: str | None = None) -> str | None:
+        return self.find(content_hash, default=default)
+
+    def find(
+        self,
+        content_hash: str,
+        keep: Callable[[MemoryRecord], bool] | None = None,
+        default: str | None = None,
+    ) -> str | None:
         idx = self._idx
         n = len(idx._ids)
         for i in np.flatnonzero(idx._hash[:n] == _hash_prefix(content_hash)):
             vals = record_codec.parse(idx._blobs[i])
-            if vals[_P_HASH] == content_hash:
+            if vals[_P_HASH] == content_hash and (
+                keep is None or keep(record_codec.decode(idx._blobs[i]))
+            ):
                 return vals[_P_ID]
         return default
 

@@ -15,7 +15,7 @@ from core.capacity import important_blocked
 from core.hashing import change_id_for, content_hash, stable_id
 from core.weights import initial_weight
 from dataflows.ingest.items import Applied, IncomingCommand, Rejected
-from dataflows.ingest.writer import Writer, counters_of
+from dataflows.ingest.writer import Writer, counters_of, duplicate_scope
 from schemas.commands import StructuredMemory
 from schemas.enums import Level, OpSource, OpType
 from schemas.errors import ErrorCode
@@ -96,7 +96,9 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
     batch = WriteBatch()
     result = TaskResult(cmd.command_id, cmd.user_id, tenant_id=cmd.tenant_id)
     with idx.lock:
-        existing = idx.by_hash.get(content_hash(text))
+        existing = idx.by_hash.find(
+            content_hash(text), duplicate_scope(level, body.app_id, body.session_id)
+        )
         if existing is not None:
             return Applied(
                 batch,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time
 
 import numpy as np
@@ -61,6 +62,20 @@ def same_scope(rec: MemoryRecord, level: Level, app_id: str | None, session_id: 
     if rec.level is not level or (rec.app_id or None) != (app_id or None):
         return False
     return level is not Level.SESSION or rec.session_id == session_id
+
+
+def duplicate_scope(
+    level: Level, app_id: str | None, session_id: str | None
+) -> Callable[[MemoryRecord], bool]:
+    """Which held memories a new one of this scope may be a duplicate of: those its writer
+    sees — the same scope (same app for APP, same session for SESSION) and GLOBAL, which
+    every scope sees. Another app's or session's memory is never named, skipped for or
+    written into (an existence oracle, and the writer's data lost)."""
+
+    def keep(rec: MemoryRecord) -> bool:
+        return rec.level is Level.GLOBAL or same_scope(rec, level, app_id, session_id)
+
+    return keep
 
 
 def _said_at(fi: FactItem, now: datetime) -> datetime:
@@ -124,14 +139,14 @@ class Writer:
         ev = fi.incoming.event
         text = fi.fact.text.strip()
         h = content_hash(text)
-        existing = idx.by_hash.get(h)
-        if existing == fi.memory_id or fi.memory_id in idx:
+        if fi.memory_id in idx:
             _replayed(r, fi.memory_id)
             return
+        existing = idx.by_hash.find(h, duplicate_scope(ev.level, ev.app_id, ev.session_id))
         dormant = idx.dormant.get(h)
         if existing is None and dormant is not None:
-            self._restore(idx, counters, fi, dormant, r, batch, now)
-            return
+            if self._restore(idx, counters, fi, dormant, r, batch, now):
+                return
         if existing is not None:
             r.skipped += 1
             batch.changes.append(
@@ -268,13 +283,16 @@ class Writer:
         r: TaskResult,
         batch: WriteBatch,
         now: datetime,
-    ) -> None:
-        """An archived memory said again comes back (same id, fresh weight and anchor)."""
+    ) -> bool:
+        """An archived memory said again in its own scope comes back (same id, fresh
+        weight and anchor); False when there is none to restore (store the fact anew)."""
         ev = fi.incoming.event
         old = self.rt.memories.get(ev.user_id, memory_id, tenant=ev.tenant_id)
         if old is None or old.status is not Status.ARCHIVED:
-            idx.dormant.pop(content_hash(fi.fact.text.strip()), None)  # stale: store anew
-            return self._apply_fact(idx, counters, fi, r, batch, now)
+            idx.dormant.pop(content_hash(fi.fact.text.strip()), None)  # stale
+            return False
+        if not same_scope(old, ev.level, ev.app_id, ev.session_id):
+            return False  # another app's or session's: never restored by this writer
         fresh = self._record(fi, old.content, now)
         rec = dataclasses.replace(
             old,
@@ -290,7 +308,7 @@ class Writer:
             source_msg_ids=[*old.msg_ids, *(m for m in fresh.msg_ids if m not in old.msg_ids)],
         )
         if not self.admit(idx, counters, rec, r, batch, now, fi.task_id):
-            return
+            return True  # refused for capacity: the result says so
         batch.memories.append(rec)
         batch.vectors[rec.memory_id] = fi.vector
         batch.changes.append(
@@ -309,6 +327,7 @@ class Writer:
         counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
         r.updated += 1
         r.memory_ids.append(rec.memory_id)
+        return True
 
     def _update(
         self,
