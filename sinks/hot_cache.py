@@ -282,7 +282,7 @@ class HotCache:
 
         For followers of ``memory.changes``: weight recovery changes neither text nor
         status, so a reload of the whole user would be waste. ``fields`` also names the
-        writer's ``status`` and ``content_hash``; if either differs from the held copy (or
+        writer's ``status`` and stored (keyed) ``content_hash``; if either differs from the held copy (or
         the memory is not held) the answer is False and the caller reloads the user.
         Weights that would move the record back in time (a late event) are ignored.
         """
@@ -295,7 +295,7 @@ class HotCache:
             if (
                 rec is None
                 or str(rec.status) != fields.get("status")
-                or rec.content_hash != fields.get("content_hash")
+                or self.store.stored_hash(rec) != fields.get("content_hash")
             ):
                 return False
             if weights["weight_at"] < rec.weight_at:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from core.hashing import content_hash
 from core.logs import describe_error
 from core.scope import tag_key_text, tag_value_text
 from core.timeutil import epoch_ms
@@ -46,6 +47,7 @@ from sinks.keyring import KeyRing
 from sinks.stores import Stores
 
 log = logging.getLogger(__name__)
+_HASH_DOMAIN = "content_hash\x1f"  # keeps a content hash's token apart from a tag's
 RECONCILE_KEY = "reconcile:pending"
 _LIVE_ROWS = (str(Status.ACTIVE), str(Status.ARCHIVED))  # rows that must have a vector
 REFRESH_OP = "REFRESH"  # memory.changes op of a weight-only update (no change-log row)
@@ -120,6 +122,8 @@ class MemoryStore:
         )
         if batch.purge_ids:
             self._purge(sorted(set(batch.purge_ids)))
+        for tenant, user_id in sorted(set(batch.shred_users)):
+            self._forget_plain_hashes(user_id, tenant)
         for m in batch.memories:
             m.version = version
         self._write_milvus(batch)
@@ -144,6 +148,21 @@ class MemoryStore:
             "SETTINGS mutations_sync = 2",
             p,
         )
+
+    def _forget_plain_hashes(self, user_id: int, tenant: str) -> None:
+        """A purged user's rows written before hashes were keyed hold a plain sha256 of
+        their text (64 hex; keyed ones are 32): blank them in every version, so nothing
+        stored confirms a guessed sentence after the purge. One count; a mutation only
+        when such rows exist."""
+        ch, p = self.stores.clickhouse, {"t": tenant, "u": user_id}
+        where = "tenant_id = {t:String} AND user_id = {u:UInt64} AND length(content_hash) = 64"
+        rows = ch.query(f"SELECT count() FROM {self.db}.memories WHERE {where}", p)
+        if rows and int(rows[0][0]):
+            ch.command(
+                f"ALTER TABLE {ch.layout.mutate('memories')} UPDATE content_hash = '' "
+                f"WHERE {where} SETTINGS mutations_sync = 2",
+                p,
+            )
 
     def _write_milvus(self, batch: WriteBatch) -> None:
         gone = set(batch.milvus_deletes)  # a purged memory's row is deleted, not rewritten
@@ -238,7 +257,7 @@ class MemoryStore:
                 "origin": self.origin,
                 "weights": {
                     "status": str(m.status),
-                    "content_hash": m.content_hash,
+                    "content_hash": self.stored_hash(m),
                     "weight": m.weight,
                     "weight_at": m.weight_at.isoformat(),
                     "last_recalled_at": _iso(m.last_recalled_at),
@@ -254,6 +273,14 @@ class MemoryStore:
                 self.stores.kafka.produce_json(topic, str(event["user_id"]), event)
             except StoreUnavailable:
                 log.warning("memory.changes publish skipped: producer queue full")
+
+    def stored_hash(self, m: MemoryRecord) -> str:
+        """The dedup hash as it leaves the process (ClickHouse, ``memory.changes``): the
+        content hash keyed by the user's data key (HMAC), so a purge's crypto-shredding
+        makes it unlinkable to any text, and no reader of the store can confirm a guessed
+        sentence with a plain sha256. In memory the plain hash is rebuilt from the
+        decrypted content on load."""
+        return self.cipher.blind(m.user_id, _HASH_DOMAIN + m.content_hash, m.tenant_id)
 
     def blind_tags(self, m: MemoryRecord) -> dict[str, str]:
         """The Milvus ``tags`` of a memory: blind-index tokens, never the tags."""
@@ -275,7 +302,7 @@ class MemoryStore:
             "ownership": str(m.ownership),
             "mem_type": str(m.mem_type),
             "content": seal(m.content),
-            "content_hash": m.content_hash,
+            "content_hash": self.stored_hash(m),
             "weight": float(m.weight),
             "weight_at": m.weight_at,
             "status": str(m.status),
@@ -388,27 +415,22 @@ class MemoryStore:
         )
         return [mid for (mid,) in rows]
 
-    def hashes(self, user_id: int, *, tenant: str) -> dict[str, str]:
-        """content_hash → memory_id of the user's live (not deleted/purged) memories."""
-        rows = self.stores.clickhouse.query(
-            f"SELECT content_hash, memory_id FROM {self.db}.memories FINAL "
-            "WHERE tenant_id = {t:String} AND user_id = {u:UInt64} "
-            "AND status IN ('ACTIVE', 'ARCHIVED')",
-            {"t": tenant, "u": user_id},
-        )
-        return {h: mid for h, mid in rows}
-
     def archived_hashes(self, user_ids: list[int], *, tenant: str) -> dict[int, dict[str, str]]:
-        """Per user, content_hash → memory_id of the ARCHIVED memories (one query)."""
+        """Per user, content_hash → memory_id of the ARCHIVED memories (one query); the
+        hashes are rebuilt from the decrypted content (the stored ones are keyed)."""
         rows = self.stores.clickhouse.query(
-            f"SELECT user_id, content_hash, memory_id FROM {self.db}.memories FINAL "
+            f"SELECT user_id, content, memory_id FROM {self.db}.memories FINAL "
             "WHERE tenant_id = {t:String} AND user_id IN {u:Array(UInt64)} "
             "AND status = 'ARCHIVED'",
             {"t": tenant, "u": list(user_ids)},
         )
         out: dict[int, dict[str, str]] = {u: {} for u in user_ids}
-        for user_id, h, mid in rows:
-            out[int(user_id)][h] = mid
+        if rows:
+            self.cipher.prefetch(user_ids, tenant)
+        for user_id, sealed, mid in rows:
+            text = self.cipher.open(int(user_id), sealed, tenant)
+            if text:
+                out[int(user_id)][content_hash(text)] = mid
         return out
 
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
@@ -425,8 +447,8 @@ class MemoryStore:
             memory_id=r["memory_id"],
             user_id=u,
             tenant_id=t,
-            content=self.cipher.open(u, r["content"], t),
-            content_hash=r["content_hash"],
+            content=(content := self.cipher.open(u, r["content"], t)),
+            content_hash=content_hash(content) if content else "",
             level=Level(r["level"]),
             ownership=Ownership(r["ownership"]),
             mem_type=MemType(r["mem_type"]),
