@@ -31,6 +31,9 @@ TENANT_COLUMN = "tenant_id LowCardinality(String) DEFAULT 'default'"
 SETTINGS_TABLE = "memory_settings"
 TENANT_TABLES = ("memories", "memory_changelog", "memory_settings", "data_keys")
 TABLES = (*TENANT_TABLES, "store_meta", "schema_migrations")  # every table of the schema
+# What a tenant's SQL may read (core.sql_guard): its user tables, not data_keys (the wrapped
+# keys are the server's to use, not an analyst's to read).
+SQL_TABLES = ("memories", "memory_changelog", "memory_settings")
 _TS = "DateTime64(3, 'UTC')"
 # Per-user tables are sharded by the user (see schemas/ch_layout.py for why the hash).
 _BY_USER = "cityHash64(user_id)"
