@@ -22,6 +22,7 @@ by the tokens (a ``;`` inside a string or a comment does not count).
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 
@@ -31,6 +32,9 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
 DIALECT = "clickhouse"
+# sqlglot warns with the query's text when it falls back to a Command (SHOW, EXPLAIN):
+# that statement is refused here, and the text (it may hold content) stays out of the logs.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
 # Scalar functions that read another table, a dictionary or a file, and the IN family's
 # function spellings (``globalIn(x, t)`` reads table ``t``): refused anywhere.
 _READS_AROUND = re.compile(

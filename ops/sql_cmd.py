@@ -2,7 +2,9 @@
 
 Embedded chDB belongs to the node process (one process per data dir), so the query goes
 to the node's loopback admin endpoint; with a ClickHouse server URL configured it goes
-straight to the server. Either way it runs under ``readonly=1``.
+straight to the server. Either way it runs under ``readonly=1``. With a tenant's admin key
+the node answers one SELECT over that tenant's rows of ``memories``, ``memory_changelog``
+and ``memory_settings`` only (``core.sql_guard``); a refusal is printed with what it names.
 """
 
 from __future__ import annotations

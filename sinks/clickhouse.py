@@ -20,10 +20,12 @@ from urllib.parse import parse_qs, urlparse
 
 import clickhouse_connect
 
+from core.sql_guard import one_statement, tenant_sql
 from schemas.ch_layout import CLUSTER_SETTINGS, Layout
 from schemas.storage import (
     SCHEMA_VERSION,
     SETTINGS_TABLE,
+    SQL_TABLES,
     TENANT_TABLES,
     clickhouse_ddl,
     settings_done,
@@ -259,27 +261,32 @@ class ClickHouseStore:
     def query_readonly(
         self, sql: str, max_rows: int = 10_000, tenant: str | None = None
     ) -> tuple[list[str], list[tuple]]:
-        """An analyst's query, made harmless twice over.
+        """An analyst's query, made harmless twice over (three times for a tenant).
 
         The text is wrapped as a subquery, so anything but a single SELECT is a syntax
         error, and runs with a query-level ``SETTINGS readonly = 1``. (Client-level
         settings are not used: chDB keeps them for the whole shared session, which
-        would turn every later write of the process read-only.) ``tenant``: every table
-        that holds ``tenant_id`` shows that tenant's rows only (``additional_table_filters``;
-        under ``readonly`` the query cannot change that setting).
+        would turn every later write of the process read-only.) More than one statement
+        is refused (``core.sql_guard.one_statement``). ``tenant``: the query is parsed,
+        checked and rewritten so that it reads that tenant's rows of ``SQL_TABLES`` only
+        (``core.sql_guard.tenant_sql``, which raises ``SqlRefused``), and every table
+        that holds ``tenant_id`` shows that tenant's rows only besides
+        (``additional_table_filters``; under ``readonly`` the query cannot change that).
         """
-        body = sql.strip().rstrip(";")
-        if ";" in body:
-            raise ValueError("one statement at a time")
         settings = "readonly = 1"
         if tenant is not None:
             check_tenant(tenant)  # the charset cannot break out of the quoted literal
+            sql_tables = tuple(self.layout.tables(SQL_TABLES))  # local ones on a cluster
+            body = tenant_sql(sql, tenant=tenant, database=self.database, tables=sql_tables)
             cond = f"tenant_id = \\'{tenant}\\'"
             tables = self.layout.tables(TENANT_TABLES)  # with the local ones on a cluster
             names = [n for t in tables for n in (f"{self.database}.{t}", t)]
             filters = ", ".join(f"'{n}': '{cond}'" for n in names)
             settings += f", additional_table_filters = {{{filters}}}"
-        wrapped = f"SELECT * FROM ({body}) LIMIT {int(max_rows)} SETTINGS {settings}"
+        else:
+            body = one_statement(sql.strip())
+        # the newline ends a trailing `-- comment` of the text before the parenthesis
+        wrapped = f"SELECT * FROM ({body}\n) LIMIT {int(max_rows)} SETTINGS {settings}"
         client = self._require()
         with self._lock:
             result = client.query(wrapped, settings=self._settings)

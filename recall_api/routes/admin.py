@@ -13,24 +13,29 @@ totals, the hot cache's footprint and the ClickHouse engine's memory and threads
 not a tenant's, so any admin key may read them.
 
 ``POST /admin/v1/sql {"query": "SELECT ...", "max_rows"?: n}`` runs a read-only query
-(ClickHouse ``readonly=1``) on the store, for ``memstream sql`` in embedded mode.
+(ClickHouse ``readonly=1``) on the store, for ``memstream sql`` in embedded mode; one
+statement only.
 
 An admin key is the admin of its tenant only: its lifecycle pass covers that tenant's
-users, and its SQL sees that tenant's rows of every table that holds ``tenant_id``
-(ClickHouse ``additional_table_filters``, which a query cannot turn off under
-``readonly``), with table functions and system tables refused (they would read around
-the filter). With no keys configured (local mode) both cover every tenant.
+users, and its SQL may read that tenant's rows of ``memories``, ``memory_changelog`` and
+``memory_settings`` only: one SELECT (UNION, CTEs, joins and subqueries are fine),
+parsed by ``core.sql_guard``, which refuses table functions, other tables (``system.*``,
+``data_keys``, ...), ``IN <table>``, ``dictGet``-style functions, ``SETTINGS`` and
+``FORMAT`` (40001, naming what it refused) and rewrites each table into a subquery of
+the tenant's rows; the server runs that rewrite, with ``additional_table_filters`` on
+every table that holds ``tenant_id`` besides. With no keys configured (local mode) both
+cover every tenant.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.sql_guard import SqlRefused
 from recall_api.access import Caller
 from recall_api.deps import caller_of
 from recall_api.errors import ApiError
@@ -40,13 +45,6 @@ from schemas.events import UserId
 
 router = APIRouter(prefix="/admin/v1", tags=["admin"])
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
-# What reads around a per-table filter: a table function (``merge(...)``, ``file(...)``,
-# ``remote(...)``), a system or information-schema table.
-_AROUND_FILTER = re.compile(
-    r"\b(?:FROM|JOIN)\s+[A-Za-z_][A-Za-z0-9_]*\s*\(|\bsystem\s*\.|\binformation_schema\b"
-    r"|\bINTO\s+OUTFILE\b",
-    re.IGNORECASE,
-)
 
 
 def _loopback(request: Request) -> None:
@@ -105,13 +103,10 @@ def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> dict[str, A
     """Read-only SQL on the ClickHouse store; any write is refused by ClickHouse itself."""
     store = request.app.state.stores.clickhouse
     tenant = None if caller.role is None else caller.tenant
-    if tenant is not None and (found := _AROUND_FILTER.search(body.query)):
-        raise ApiError(
-            ErrorCode.UNAUTHENTICATED,
-            f"a tenant's SQL reads its own tables only ({found.group(0).strip()!r} refused)",
-        )
     try:
         columns, rows = store.query_readonly(body.query, body.max_rows, tenant=tenant)
+    except SqlRefused as exc:  # what a tenant may not read, or a second statement
+        raise ApiError(ErrorCode.BAD_PARAMETER, f"query refused: {exc}") from None
     except Exception as exc:  # the server's message is the useful answer (syntax, READONLY)
         raise ApiError(ErrorCode.BAD_PARAMETER, str(exc).splitlines()[0][:1000]) from None
     return {"code": 0, "msg": "ok", "data": {"columns": columns, "rows": rows}}
