@@ -39,7 +39,7 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 # function spellings (``globalIn(x, t)`` reads table ``t``): refused anywhere.
 _READS_AROUND = re.compile(
     r"^(?:dict.*|joinget.*|hascolumnintable|(?:global)?(?:not)?(?:null)?(?:not)?in"
-    r"(?:ignoreset)?|file.*|url.*|s3.*|gcs|hdfs.*|azureblobstorage.*|remote.*|cluster.*"
+    r"(?:ignoreset)?|file.*|url|urlcluster|s3.*|gcs|hdfs.*|azureblobstorage.*|remote.*|cluster.*"
     r"|merge.*|mysql|postgresql|sqlite|mongodb|redis|jdbc|odbc|executable.*|input|view.*"
     r"|loop|iceberg.*|deltalake.*|hudi.*|dictionary|getserversetting|getmergetreesetting)$",
     re.IGNORECASE,
@@ -145,10 +145,13 @@ def _check_from_item(node: exp.From | exp.Join) -> None:
 
 
 def _check_in(node: exp.In) -> None:
-    """``x IN t`` and ``x IN (t)`` read table ``t`` in ClickHouse."""
+    """``x IN t``, ``x IN (t)`` and ``x IN ((t))`` read table ``t`` in ClickHouse (and sqlglot
+    writes ``x IN [t]`` as ``x IN (t)``)."""
     field = node.args.get("field")
     items = node.expressions
     named = field if field is not None else (items[0] if len(items) == 1 else None)
+    while isinstance(named, exp.Paren):  # `x IN ((t))` reads t too
+        named = named.this
     if isinstance(named, exp.Column | exp.Identifier | exp.Dot | exp.Table):
         raise SqlRefused(f"IN {named.sql(dialect=DIALECT)} refused: use IN (SELECT …)")
 

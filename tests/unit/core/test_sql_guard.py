@@ -78,6 +78,9 @@ def assert_in_tenant(sql: str) -> None:
         ("SELECT * FROM memories WHERE user_id IN data_keys", "IN data_keys"),
         ("SELECT * FROM memories WHERE user_id GLOBAL NOT IN memstream.data_keys", "IN"),
         ("SELECT * FROM memories WHERE user_id IN (memstream.data_keys)", "IN"),
+        ("SELECT * FROM memories WHERE user_id IN ((memstream.data_keys))", "IN"),
+        ("SELECT * FROM memories WHERE user_id IN [memstream.data_keys]", "IN"),
+        ("SELECT * FROM memories WHERE (user_id NOT IN `memstream`.`data_keys`)", "IN"),
         # clauses that would lift the filter or change the output
         ("SELECT * FROM memories SETTINGS additional_table_filters = {}", "SETTINGS"),
         (
