@@ -188,8 +188,8 @@ def _rename_ctes(tree: exp.Expression) -> dict[int, str]:
             table.set("this", exp.to_identifier(fresh[id(cte)]))
             table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
     for cte in tree.find_all(exp.CTE):
-        if id(cte) in fresh:
-            cte.set("alias", exp.TableAlias(this=exp.to_identifier(fresh[id(cte)])))
+        if id(cte) in fresh:  # `WITH k(a, b) AS (…)` keeps its column names
+            cte.args["alias"].set("this", exp.to_identifier(fresh[id(cte)]))
     return fresh
 
 

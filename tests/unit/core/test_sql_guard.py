@@ -6,6 +6,8 @@ import re
 
 import pytest
 import sqlglot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlglot import exp
 
 from core.sql_guard import SqlRefused, one_statement, tenant_sql
@@ -191,3 +193,25 @@ def test_one_statement_counts_tokens_not_characters(query, expected):
 def test_one_statement_refuses_a_second_statement(query):
     with pytest.raises(SqlRefused, match="one statement"):
         one_statement(query)
+
+
+FRAGMENTS = (
+    "SELECT", "*", "count()", "tenant_id", "memory_id", "FROM", "memories", "memory_changelog",
+    "data_keys", "memstream.", "system.tables", "`system`.", "\"system\".", "merge('memstream', 'm')",
+    "numbers(3)", "/**/", "-- c\n", "(", ")", ",", "WITH", "AS", "m", "JOIN", "ON", "1", "=",
+    "IN", "UNION ALL", "FINAL", "WHERE", "SETTINGS", "readonly = 0", ";", "ARRAY JOIN", "x",
+)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=16),
+    st.sampled_from(["", "SELECT * FROM memories ", "WITH m AS (SELECT * FROM memories) "]),
+)
+def test_any_text_is_refused_or_reads_the_tenant_only(words, prefix):
+    query = prefix + " ".join(words)
+    try:
+        sql = guard(query)
+    except SqlRefused:
+        return
+    assert_in_tenant(sql)
