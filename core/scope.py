@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, Ownership, Status
+from schemas.limits import has_control_chars
 from schemas.tenants import DEFAULT_TENANT
 
 
@@ -158,7 +159,7 @@ class TagFilter:
     def parse(cls, tag: str) -> TagFilter:
         key, sep, value = tag.partition(":")
         for part in (key, value):
-            if any(ord(ch) < 32 or ch in "\\\x7f" for ch in part):
+            if has_control_chars(part) or "\\" in part:
                 raise InvalidScope(f"custom tag {tag!r}: control characters or '\\' not allowed")
         if not key:
             raise InvalidScope(f"custom tag {tag!r}: empty key")
@@ -298,7 +299,7 @@ def resolve_scope(req: ScopeRequest, switches: Switches) -> RecallPredicate:
     if not switches.global_enabled:
         raise SwitchedOff("memory is switched off for this user")
     for text in (req.app_id or "", req.session_id or ""):
-        if any(ord(ch) < 32 for ch in text):
+        if has_control_chars(text):  # the rule of schemas.limits.ScopeId
             raise InvalidScope("app_id/session_id must not contain control characters")
     app_on = not req.app_id or req.app_id not in switches.disabled_apps
     branches: list[Branch] = []

@@ -10,10 +10,10 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from schemas.enums import Level, MemType, Ownership
-from schemas.limits import CustomTags, UserId
+from schemas.limits import Content, CustomTags, ScopeId, StoreTime, UserId
 from schemas.tenants import DEFAULT_TENANT, TenantId, scoped
 
 COMMAND_VERSION = 1
@@ -25,14 +25,14 @@ class StructuredMemory(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user_id: UserId
-    app_id: str | None = Field(default=None, min_length=1, max_length=128)
-    session_id: str | None = Field(default=None, min_length=1, max_length=128)
+    app_id: ScopeId | None = None
+    session_id: ScopeId | None = None
     level: Level | None = None
     ownership: Ownership = Ownership.USER
     mem_type: MemType = MemType.SEMANTIC
-    content: str = Field(min_length=1, max_length=8192)
-    is_important: bool = False
-    expire_at: datetime | None = None
+    content: Content = Field(min_length=1, max_length=8192)
+    is_important: StrictBool = False
+    expire_at: StoreTime | None = None
     custom_tags: CustomTags = Field(default_factory=dict)
 
 

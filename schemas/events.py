@@ -8,7 +8,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.enums import Evolution, Level, Ownership, Role
-from schemas.limits import UINT64_MAX, CustomTags, UserId  # noqa: F401  (UINT64_MAX re-exported)
+from schemas.limits import (  # noqa: F401  (UINT64_MAX re-exported)
+    UINT64_MAX,
+    Content,
+    CustomTags,
+    ScopeId,
+    StoreTime,
+    UserId,
+)
 from schemas.tenants import DEFAULT_TENANT, TenantId
 
 
@@ -19,13 +26,13 @@ class Frozen(BaseModel):
 class Message(Frozen):
     """One turn. ``name`` is the speaker's display name (OpenAI chat convention): facts
     about a named speaker name them. ``ts`` is when it was said: relative dates resolve
-    against it and a fact's ``valid_at`` is it."""
+    against it and a fact's ``valid_at`` is it (UTC, inside the stores' range)."""
 
     role: Role
-    content: str = Field(min_length=1)
+    content: Content = Field(min_length=1)
     name: str | None = Field(default=None, min_length=1, max_length=128)
     msg_id: str | None = None
-    ts: datetime | None = None
+    ts: StoreTime | None = None
 
 
 class Strategy(Frozen):
@@ -41,13 +48,13 @@ class ConversationEvent(Frozen):
     task_id: str | None = Field(default=None, min_length=1, max_length=128)
     tenant_id: TenantId = DEFAULT_TENANT  # absent: the default tenant
     user_id: UserId
-    app_id: str | None = Field(default=None, min_length=1, max_length=128)
-    session_id: str | None = Field(default=None, max_length=128)
+    app_id: ScopeId | None = None
+    session_id: ScopeId | None = None
     ownership: Ownership = Ownership.USER
     level: Level | None = None
     messages: list[Message] = Field(min_length=1)
     strategy: Strategy | None = None
-    ts: datetime | None = None
+    ts: StoreTime | None = None
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # an event pickled into a window snapshot before tenants: the default tenant's

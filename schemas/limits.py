@@ -10,10 +10,12 @@ the DLQ with the reason in the dataflow).
 from __future__ import annotations
 
 import json
+import math
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, StringConstraints
 
 UINT64_MAX = 2**64 - 1
 MAX_TAGS_DEPTH = 8  # {"a": {"b": 1}} is depth 2; deeper trees broke JSON codecs downstream
@@ -22,6 +24,39 @@ MAX_TAGS_BYTES = 8 * 1024  # the tags' compact JSON, UTF-8
 # A user id is a JSON integer, nothing that merely converts to one (``true`` is not user 1,
 # ``"7"`` and ``7.0`` are not user 7).
 UserId = Annotated[int, Field(strict=True, ge=0, le=UINT64_MAX)]
+
+# app_id, session_id and custom_tags keys: the one rule every endpoint and the Kafka
+# parser apply, so whatever add stores, recall can ask for. 1..128 characters, none a
+# control character (C0 such as newline, tab and NUL, DEL, C1): recall refused those
+# already, and Milvus filter expressions cannot carry them safely.
+MAX_SCOPE_CHARS = 128
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def has_control_chars(value: str) -> bool:
+    return _CONTROL.search(value) is not None
+
+
+def check_scope_text(value: str, what: str = "an app_id/session_id") -> str:
+    if not 1 <= len(value) <= MAX_SCOPE_CHARS:
+        raise ValueError(f"{what} must have 1 to {MAX_SCOPE_CHARS} characters")
+    if has_control_chars(value):
+        raise ValueError(f"{what} must not contain control characters (newline, tab, NUL…)")
+    return value
+
+
+ScopeId = Annotated[str, StringConstraints(strict=True), AfterValidator(check_scope_text)]
+
+
+def not_blank(value: str) -> str:
+    """Text that is only whitespace is refused, never stored as an empty memory."""
+    if not value.strip():
+        raise ValueError("must not be blank (only whitespace)")
+    return value
+
+
+# Memory text as a caller sends it (lengths stay on each field): not blank.
+Content = Annotated[str, AfterValidator(not_blank)]
 
 
 def json_depth(value: Any) -> int:
@@ -44,7 +79,34 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
+# Tag integers are kept exactly only inside the signed 64-bit range: the hot cache and
+# the Redis snapshots read records back through orjson, which turns a larger integer
+# into a float (2**70 came back as 1.1805916207174113e+21), and JSON readers of the
+# stored text (ClickHouse's JSON functions) stop at 64 bits too.
+TAG_INT_MIN, TAG_INT_MAX = -(2**63), 2**63 - 1
+
+
+def check_tag_values(tags: dict[str, Any]) -> None:
+    """Refuse what the stores would not give back unchanged: NaN and ±Infinity (stored as
+    null) and integers outside ``TAG_INT_MIN .. TAG_INT_MAX`` (read back as floats)."""
+    stack: list[Any] = [tags]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+        elif isinstance(node, float) and not math.isfinite(node):
+            raise ValueError("custom_tags: NaN and Infinity are not JSON values")
+        elif isinstance(node, int) and not TAG_INT_MIN <= node <= TAG_INT_MAX:
+            raise ValueError(
+                f"custom_tags: integer {node} outside the 64-bit range the stores keep exactly"
+            )
+
+
 def check_tags(tags: dict[str, Any]) -> dict[str, Any]:
+    for key in tags:
+        check_scope_text(key, "a custom_tags key")
     depth = json_depth(tags)
     if depth > MAX_TAGS_DEPTH:
         raise ValueError(f"custom_tags nested deeper than {MAX_TAGS_DEPTH} levels")
@@ -52,6 +114,7 @@ def check_tags(tags: dict[str, Any]) -> dict[str, Any]:
     size = len(text.encode("utf-8"))
     if size > MAX_TAGS_BYTES:
         raise ValueError(f"custom_tags of {size} bytes exceed {MAX_TAGS_BYTES} bytes")
+    check_tag_values(tags)  # after the depth check: never walk a hostile tree
     return tags
 
 
@@ -103,3 +166,23 @@ def store_time(value: datetime) -> datetime:
 
 
 QueryTime = Annotated[datetime, AfterValidator(store_time)]
+
+STORE_TIME_RANGE = "1900-01-01T00:00:00Z .. 2299-12-31T23:59:59Z"
+
+
+def strict_store_time(value: datetime) -> datetime:
+    """An instant a caller gives (naive = UTC) as UTC, refused outside what the stores
+    hold: no value is ever clamped or left to overflow later (year 9999 at -01:00 is
+    year 10000 in UTC, which no reader could decode)."""
+    value = value.replace(tzinfo=UTC) if value.utcoffset() is None else value
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:  # year 1 at +01:00 or 9999 at -01:00
+        utc = None
+    if utc is None or not STORE_TIME_MIN <= utc <= STORE_TIME_MAX:
+        raise ValueError(f"instant {value.isoformat()} outside {STORE_TIME_RANGE}")
+    return utc
+
+
+# Every instant a caller sends (ts, expire_at, as_of, now): normalized to UTC, in range.
+StoreTime = Annotated[datetime, AfterValidator(strict_store_time)]

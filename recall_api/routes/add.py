@@ -19,6 +19,7 @@ from schemas.commands import StructuredMemory
 from schemas.enums import Level, Ownership
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent, Message, Strategy, UserId
+from schemas.limits import ScopeId
 from schemas.tenants import scoped
 from sinks.errors import StoreUnavailable
 from sinks.sealed import seal_event_bytes
@@ -30,8 +31,8 @@ class AddRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user_id: UserId
-    app_id: str | None = Field(default=None, min_length=1, max_length=128)
-    session_id: str | None = Field(default=None, max_length=128)
+    app_id: ScopeId | None = None
+    session_id: ScopeId | None = None
     ownership: Ownership = Ownership.USER
     level: Level | None = None
     messages: list[Message] = Field(min_length=1)

@@ -42,6 +42,7 @@ from recall_api.errors import ApiError
 from recall_api.process_stats import process_stats
 from schemas.errors import ErrorCode
 from schemas.events import UserId
+from schemas.limits import StoreTime
 
 router = APIRouter(prefix="/admin/v1", tags=["admin"])
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -66,7 +67,7 @@ LoopbackOnly = Annotated[Caller, Depends(_admin)]
 class LifecycleRunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    now: datetime | None = None  # naive = UTC; default: the node's wall clock
+    now: StoreTime | None = None  # naive = UTC; default: the node's wall clock
     users: list[UserId] | None = Field(default=None, max_length=10_000)
 
 

@@ -3,11 +3,10 @@ history and change_log (reads of ClickHouse)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
@@ -15,7 +14,7 @@ from recall_api.errors import ApiError
 from schemas.enums import Level, OpType
 from schemas.errors import ErrorCode
 from schemas.events import UINT64_MAX
-from schemas.limits import CustomTags, QueryTime
+from schemas.limits import Content, CustomTags, QueryTime, ScopeId, StoreTime
 
 router = APIRouter(prefix="/memory/v1", tags=["manage"])
 UserId = Field(strict=True, ge=0, le=UINT64_MAX)  # true is not user 1
@@ -25,10 +24,10 @@ class UpdateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user_id: int = UserId
     memory_id: str = Field(min_length=1, max_length=64)
-    content: str | None = Field(default=None, min_length=1, max_length=8192)
-    is_important: bool | None = None
-    expire_at: datetime | None = None
-    clear_expire_at: bool = False
+    content: Content | None = Field(default=None, min_length=1, max_length=8192)
+    is_important: StrictBool | None = None
+    expire_at: StoreTime | None = None
+    clear_expire_at: StrictBool = False
     custom_tags: CustomTags | None = None
     request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
@@ -56,9 +55,9 @@ class DeleteRequest(BaseModel):
 
 class Scope(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    app_id: str | None = Field(default=None, min_length=1, max_length=128)
+    app_id: ScopeId | None = None
     level: Level | None = None
-    session_id: str | None = Field(default=None, min_length=1, max_length=128)
+    session_id: ScopeId | None = None
 
 
 class BatchDeleteRequest(BaseModel):
@@ -84,7 +83,7 @@ class HistoryRequest(BaseModel):
 class ChangeLogRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user_id: int = UserId
-    app_id: str | None = None
+    app_id: ScopeId | None = None
     level: Level | None = None
     op_types: list[OpType] | None = None
     start: QueryTime | None = None  # clamped to what the store holds (1900..2299)

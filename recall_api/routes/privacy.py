@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from recall_api import export
 from recall_api.commands import run_command
@@ -18,6 +18,7 @@ from recall_api.routes.manage import Scope
 from schemas.enums import Level, Status
 from schemas.errors import ErrorCode
 from schemas.events import UINT64_MAX
+from schemas.limits import ScopeId
 
 router = APIRouter(prefix="/memory/v1", tags=["privacy"])
 UserId = Field(strict=True, ge=0, le=UINT64_MAX)  # true is not user 1
@@ -26,7 +27,7 @@ UserId = Field(strict=True, ge=0, le=UINT64_MAX)  # true is not user 1
 class UserListRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user_id: int = UserId
-    include_deleted: bool = False
+    include_deleted: StrictBool = False
     page: int = Field(default=1, ge=1)
     page_size: int = Field(default=100, ge=1, le=1000)
 
@@ -41,8 +42,8 @@ class PurgeRequest(BaseModel):
 class SwitchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user_id: int = UserId
-    app_id: str | None = Field(default=None, min_length=1, max_length=128)
-    enabled: bool
+    app_id: ScopeId | None = None
+    enabled: StrictBool
 
 
 class ExportRequest(BaseModel):

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 
 from core.ranking import Ranked
 from core.scope import ScopeRequest
@@ -25,13 +25,23 @@ from recall_api.recall import RecallParams, recaller_for
 from schemas.enums import MemType, Ownership
 from schemas.errors import ErrorCode
 from schemas.events import UserId
+from schemas.limits import ScopeId, strict_store_time
 from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT
 
 router = APIRouter(prefix="/memory/v1", tags=["recall"])
 
 MAX_TOP_K = 100
-ScopeId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
+def _aware(v: datetime) -> datetime:
+    if v.tzinfo is None or v.utcoffset() is None:
+        raise ValueError("as_of needs a timezone, e.g. 2025-01-31T12:00:00Z")
+    return v
+
+
+# as_of: with a timezone, then UTC inside the stores' range (schemas.limits.StoreTime)
+AsOf = Annotated[datetime, AfterValidator(_aware), AfterValidator(strict_store_time)]
 
 
 class _Strict(BaseModel):
@@ -39,11 +49,11 @@ class _Strict(BaseModel):
 
 
 class CrossApp(_Strict):
-    enabled: bool = False
+    enabled: StrictBool = False
 
 
 class RecallScope(_Strict):
-    include_global: bool = True
+    include_global: StrictBool = True
     app_id: ScopeId | None = None
     session_id: ScopeId | None = None
     cross_app: CrossApp = Field(default_factory=CrossApp)
@@ -64,19 +74,12 @@ class RecallRequest(_Strict):
     filter: RecallFilter = Field(default_factory=RecallFilter)
     top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
     min_relevance: float | None = Field(default=None, ge=0, le=1)
-    include_archived: bool = False
+    include_archived: StrictBool = False
     timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
-    as_of: datetime | None = None
+    as_of: AsOf | None = None
     # false: an inspection (the console's playground), not a use: no recall-hit event,
     # so no weight recovery and no last_recalled_at change; the ranking is the same
-    record_hit: bool = True
-
-    @field_validator("as_of")
-    @classmethod
-    def _aware(cls, v: datetime | None) -> datetime | None:
-        if v is not None and (v.tzinfo is None or v.utcoffset() is None):
-            raise ValueError("as_of needs a timezone, e.g. 2025-01-31T12:00:00Z")
-        return v
+    record_hit: StrictBool = True
 
     def params(
         self, default_top_k: int, default_timeout_ms: int, tenant: str = DEFAULT_TENANT

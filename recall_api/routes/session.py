@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.recall import recaller_for
 from schemas.events import UserId
+from schemas.limits import ScopeId
 
 router = APIRouter(prefix="/memory/v1", tags=["session"])
 
@@ -18,10 +19,10 @@ router = APIRouter(prefix="/memory/v1", tags=["session"])
 class SessionCloseRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     user_id: UserId
-    app_id: str | None = Field(default=None, min_length=1, max_length=128)
-    session_id: str = Field(min_length=1, max_length=128)
+    app_id: ScopeId | None = None
+    session_id: ScopeId
     promote_ids: list[str] = Field(default_factory=list, max_length=1000)
-    pending: bool = False
+    pending: StrictBool = False
     request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
