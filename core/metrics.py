@@ -190,6 +190,15 @@ CONSOLIDATIONS = Counter(
 CONSOLIDATED_MEMBERS = Counter(
     "memstream_consolidated_members_total", "memories superseded by a consolidation"
 )
+STORE_ROWS_UNDECODABLE = Counter(
+    "memstream_store_rows_undecodable_total",
+    "stored memory rows a reader could not decode as stored (sinks.stored_rows): "
+    "clamped (an instant beyond years 1..9999 UTC read as the store range's end) or "
+    "skipped (left out of the answer)",
+    ["action"],
+)
+STORE_ROWS_CLAMPED = STORE_ROWS_UNDECODABLE.labels("clamped")
+STORE_ROWS_SKIPPED = STORE_ROWS_UNDECODABLE.labels("skipped")
 LIFECYCLE_ACTIONS = Counter(
     "memstream_lifecycle_actions_total",
     "memories the lifecycle pass changed, by action (decayed, expired, purge_deleted, "

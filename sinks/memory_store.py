@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable
 from sinks.keyring import KeyRing
+from sinks.stored_rows import decode_rows, instant, select_list
 from sinks.stores import Stores
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ _HASH_DOMAIN = "content_hash\x1f"  # keeps a content hash's token apart from a t
 RECONCILE_KEY = "reconcile:pending"
 _LIVE_ROWS = (str(Status.ACTIVE), str(Status.ARCHIVED))  # rows that must have a vector
 REFRESH_OP = "REFRESH"  # memory.changes op of a weight-only update (no change-log row)
+_SELECT = select_list(MEMORY_COLUMNS)  # times as epoch ms: see sinks.stored_rows
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -379,11 +381,11 @@ class MemoryStore:
         # own parts, which is correct because every version of a memory (and whatever
         # replaces it) is the same user's, sharded by the user onto one shard.
         rows = self.stores.clickhouse.query_dicts(
-            f"SELECT * FROM {self.db}.memories FINAL WHERE {' AND '.join(where)}", params
+            f"SELECT {_SELECT} FROM {self.db}.memories FINAL WHERE {' AND '.join(where)}", params
         )
         if rows:
             self.cipher.prefetch(user_ids, tenant)
-        return [self._record(r) for r in rows]
+        return decode_rows(rows, self._record)
 
     def load_ids(self, memory_ids: list[str]) -> list[MemoryRecord]:
         """Current versions of these memories whoever holds them (system passes: re-embed,
@@ -391,7 +393,8 @@ class MemoryStore:
         if not memory_ids:
             return []
         rows = self.stores.clickhouse.query_dicts(
-            f"SELECT * FROM {self.db}.memories FINAL WHERE memory_id IN {{ids:Array(String)}}",
+            f"SELECT {_SELECT} FROM {self.db}.memories FINAL "
+            "WHERE memory_id IN {ids:Array(String)}",
             {"ids": list(memory_ids)},
         )
         tenants: dict[str, set[int]] = {}
@@ -399,7 +402,7 @@ class MemoryStore:
             tenants.setdefault(str(r["tenant_id"]), set()).add(int(r["user_id"]))
         for tenant, users in tenants.items():
             self.cipher.prefetch(users, tenant)
-        return [self._record(r) for r in rows]
+        return decode_rows(rows, self._record)
 
     def get(self, user_id: int, memory_id: str, *, tenant: str) -> MemoryRecord | None:
         found = self.load(user_id, memory_ids=[memory_id], tenant=tenant)
@@ -453,20 +456,20 @@ class MemoryStore:
             ownership=Ownership(r["ownership"]),
             mem_type=MemType(r["mem_type"]),
             weight=float(r["weight"]),
-            weight_at=_utc(r["weight_at"]),
-            created_at=_utc(r["created_at"]),
-            updated_at=_utc(r["updated_at"]),
-            valid_at=_utc(r["valid_at"]),
+            weight_at=instant(r, "weight_at"),
+            created_at=instant(r, "created_at"),
+            updated_at=instant(r, "updated_at"),
+            valid_at=instant(r, "valid_at"),
             app_id=r["app_id"],
             session_id=r["session_id"],
             status=Status(r["status"]),
             is_important=bool(r["is_important"]),
             recall_count=int(r["recall_count"]),
-            last_recalled_at=_utc(r["last_recalled_at"]),
-            expire_at=_utc(r["expire_at"]),
-            archived_at=_utc(r["archived_at"]),
-            deleted_at=_utc(r["deleted_at"]),
-            invalid_at=_utc(r["invalid_at"]),
+            last_recalled_at=instant(r, "last_recalled_at"),
+            expire_at=instant(r, "expire_at"),
+            archived_at=instant(r, "archived_at"),
+            deleted_at=instant(r, "deleted_at"),
+            invalid_at=instant(r, "invalid_at"),
             superseded_by=r["superseded_by"],
             source_session_id=r["source_session_id"],
             source_msg_id=(self._plain(u, msg_id, t) or None) if msg_id else msg_id,
@@ -519,12 +522,6 @@ def milvus_row(
     if vector is not None:
         row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
     return row
-
-
-def _utc(dt: datetime | None) -> datetime | None:
-    if dt is None:
-        return None
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
 
 
 def change(

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from core.timeutil import require_aware
@@ -34,14 +34,16 @@ from dataflows.lifecycle.submit import Via
 from dataflows.runtime import Runtime
 from schemas.enums import Ownership, Status
 from schemas.tenants import DEFAULT_TENANT, UserKey
+from sinks.stored_rows import decode_rows, instant, select_list
 
 log = logging.getLogger(__name__)
 MAX_IDS = 5000  # memory ids per command
 
-_COLUMNS = (
-    "tenant_id, memory_id, user_id, status, weight, weight_at, is_important, ownership, custom_tags, "
-    "expire_at, archived_at, deleted_at, updated_at"
-)
+# times as epoch ms (sinks.stored_rows): a legacy instant past year 9999 fails no page
+_COLUMNS = select_list((
+    "tenant_id", "memory_id", "user_id", "status", "weight", "weight_at", "is_important",
+    "ownership", "custom_tags", "expire_at", "archived_at", "deleted_at", "updated_at",
+))  # fmt: skip
 _DUE = """(
     (status = 'ACTIVE' AND (
         (expire_at IS NOT NULL AND expire_at <= {now:DateTime64(3, 'UTC')})
@@ -88,22 +90,16 @@ class ScanRow:
             int(r["user_id"]),
             Status(r["status"]),
             float(r["weight"]),
-            _aware(r["weight_at"]),
+            instant(r, "weight_at"),
             bool(r["is_important"]),
             ownership,
-            _aware(r["expire_at"]),
-            _aware(r["archived_at"]),
-            _aware(r["deleted_at"]),
-            _aware(r["updated_at"]),
+            instant(r, "expire_at"),
+            instant(r, "archived_at"),
+            instant(r, "deleted_at"),
+            instant(r, "updated_at"),
             tags,
             tenant,
         )
-
-
-def _aware(dt: Any) -> Any:
-    if isinstance(dt, datetime) and dt.tzinfo is None:
-        return dt.replace(tzinfo=UTC)
-    return dt
 
 
 def plan_pass(
@@ -137,8 +133,7 @@ def plan_pass(
     out: dict[UserKey, list[Planned]] = defaultdict(list)
     pages = keyset_pages(rt.stores.clickhouse, _COLUMNS, where, params, page_size, pause_s)
     for rows in pages:
-        for r in rows:
-            row = ScanRow.of(r, rt.memories.tags_of)
+        for row in decode_rows(rows, lambda r: ScanRow.of(r, rt.memories.tags_of)):
             planned = plan_memory(row, now, s)
             if planned is not None:
                 out[UserKey(row.tenant_id, row.user_id)].append(planned)
