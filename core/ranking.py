@@ -44,7 +44,7 @@ channel only (``l`` itself); they exist so the bench can show what each does alo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -180,3 +180,16 @@ def _max_opt(a: float | None, b: float | None) -> float | None:
     if a is None:
         return b
     return a if b is None else max(a, b)
+
+
+def within_budget(contents: Sequence[str], max_chars: int) -> tuple[list[int], int]:
+    """Which of ``contents`` (best first) fit whole into ``max_chars`` characters, and
+    the characters they use: walked in rank order, a memory that no longer fits is left
+    out and the next, shorter one may still fit (the agent's context budget, recall's
+    ``max_chars``). Characters are Unicode code points (``len``), CJK and Latin alike."""
+    kept, used = [], 0
+    for i, text in enumerate(contents):
+        if used + len(text) <= max_chars:
+            kept.append(i)
+            used += len(text)
+    return kept, used

@@ -45,8 +45,11 @@ class Reads(Runner):
         include_archived: bool | None = None,
         timeout_ms: int | None = None,
         as_of: datetime | None = None,
+        max_chars: int | None = None,
     ) -> RecallResult:
-        """The memories relevant to ``query`` that the scope allows, best first."""
+        """The memories relevant to ``query`` that the scope allows, best first;
+        ``max_chars``: only the best-ranked ones that fit whole into that many characters
+        (the answer's ``chars_used`` says how many they take)."""
         scope = {"app_id": app_id, "session_id": session_id, "include_global": include_global}
         if cross_app is not None:
             scope["cross_app"] = {"enabled": cross_app}
@@ -63,6 +66,7 @@ class Reads(Runner):
             include_archived=include_archived,
             timeout_ms=timeout_ms,
             as_of=as_of,
+            max_chars=max_chars,
         )
 
     def history(self, user_id: int, memory_id: str) -> History:

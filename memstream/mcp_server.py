@@ -85,6 +85,10 @@ def build_server(client: AsyncClient, *, user_id: int | None = None, app_id: str
         session_id: Annotated[str | None, Field(description="include this session's")] = None,
         top_k: Annotated[int | None, Field(ge=1, le=100)] = None,
         min_relevance: Annotated[float | None, Field(ge=0, le=1)] = None,
+        max_chars: Annotated[
+            int | None,
+            Field(ge=1, description="your context budget: only memories that fit whole"),
+        ] = None,
     ) -> RecallResult:
         """The user's memories relevant to the query, best first (``hit`` false: none)."""
         return await api(
@@ -95,6 +99,7 @@ def build_server(client: AsyncClient, *, user_id: int | None = None, app_id: str
                 session_id=session_id,
                 top_k=top_k,
                 min_relevance=min_relevance,
+                max_chars=max_chars,
             )
         )
 

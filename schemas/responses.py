@@ -100,6 +100,9 @@ class RecallResult(_Data):
 
     hit: bool
     memories: list[RecalledMemory] = Field(default_factory=list)
+    # with ``max_chars``: the budget asked and the characters the memories use
+    max_chars: int | None = None
+    chars_used: int | None = None
 
 
 class Memory(_Data):

@@ -1,6 +1,8 @@
 """``POST /memory/v1/recall`` — the request of the design document's chapter 5, plus
-``scope.session_id``, ``as_of`` and ``record_hit`` (false: the recall is not counted as a
-hit, for inspection). The orchestration lives in ``recall_api.recall``.
+``scope.session_id``, ``as_of``, ``max_chars`` (the agent's context budget: of the top
+``top_k``, the best-ranked memories that fit whole, in rank order, with ``chars_used``
+in the answer) and ``record_hit`` (false: the recall is not counted as a hit, for
+inspection). The orchestration lives in ``recall_api.recall``.
 
 Codes: 0 (``hit`` false when nothing passed the threshold), 40001 bad parameter,
 40301 the user's memory is switched off (data ``{hit: false, memories: []}``; an app
@@ -15,9 +17,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+)
 
-from core.ranking import Ranked
+from core.ranking import Ranked, within_budget
 from core.scope import ScopeRequest
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, envelope
@@ -32,6 +42,7 @@ from schemas.tenants import DEFAULT_TENANT
 router = APIRouter(prefix="/memory/v1", tags=["recall"])
 
 MAX_TOP_K = 100
+MAX_CHARS = 1_000_000
 
 
 def _aware(v: datetime) -> datetime:
@@ -77,6 +88,8 @@ class RecallRequest(_Strict):
     include_archived: StrictBool = False
     timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
     as_of: AsOf | None = None
+    # the agent's context budget: the best-ranked memories that fit whole, in rank order
+    max_chars: StrictInt | None = Field(default=None, ge=1, le=MAX_CHARS)
     # false: an inspection (the console's playground), not a use: no recall-hit event,
     # so no weight recovery and no last_recalled_at change; the ranking is the same
     record_hit: StrictBool = True
@@ -123,9 +136,15 @@ async def recall(
     s = svc.settings
     hits = await recaller.recall(body.params(s.default_top_k, s.recall_timeout_ms, caller.tenant))
     items = [item(record, ranked) for record, ranked in hits]
-    if body.record_hit:  # off this thread
-        recaller.hits.submit(body.user_id, [i["memory_id"] for i in items], caller.tenant)
-    return envelope(ErrorCode.OK, "ok", {"hit": bool(items), "memories": items})
+    data: dict[str, Any] = {"hit": bool(items), "memories": items}
+    if body.max_chars is not None:
+        kept, used = within_budget([i["content"] for i in items], body.max_chars)
+        data["memories"] = [items[k] for k in kept]
+        data.update(hit=bool(kept), max_chars=body.max_chars, chars_used=used)
+    if body.record_hit:  # off this thread; only what the caller receives is a use
+        memory_ids = [i["memory_id"] for i in data["memories"]]
+        recaller.hits.submit(body.user_id, memory_ids, caller.tenant)
+    return envelope(ErrorCode.OK, "ok", data)
 
 
 def item(r: MemoryRecord, ranked: Ranked) -> dict[str, Any]:

@@ -117,6 +117,9 @@ def test_a_conversation_is_added_then_recalled(connect, api_url, keys, user_id) 
     first = found.memories[0]
     assert "peanuts" in first.content and first.source.msg_id == "m1"
     assert first.memory_id in task.memory_ids and first.relevance >= 0.3
+    budget = memory.recall(user_id, "peanuts", app_id="appA", max_chars=len(first.content))
+    assert budget.chars_used == len(first.content) and budget.max_chars == len(first.content)
+    assert [m.memory_id for m in budget.memories] == [first.memory_id]
 
 
 def test_every_management_endpoint(connect, api_url, keys, user_id) -> None:

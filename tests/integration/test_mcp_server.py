@@ -62,6 +62,8 @@ def test_tools_over_a_real_stdio_session(served, user_id) -> None:
             failed, found = await _call(mcp, "recall_memories", query="what food should I avoid?")
             assert not failed and found["hit"], found
             assert found["memories"][0]["memory_id"] == seeded.memory_id
+            failed, cut = await _call(mcp, "recall_memories", query="peanuts", max_chars=10)
+            assert not failed and cut["memories"] == [] and cut["chars_used"] == 0, cut
 
             failed, added = await _call(mcp, "add_memory", content="I live in Lisbon")
             assert not failed, added
