@@ -143,6 +143,9 @@ class Settings(BaseSettings):
     rate_limit_user_recall: str = "50/second"
     rate_limit_key_write: str = "100/second"
     rate_limit_user_write: str = "20/second"
+    # a write answers within this: add once Kafka acknowledged its event, a management
+    # write once the keyed writer answered; else 50301 with the request_id to resend
+    write_timeout_s: float = Field(10.0, gt=0, le=300)
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -11,6 +11,7 @@
         ├── SwitchedOff             40301 (the user's or the app's memory is switched off)
         ├── CrossAppClosed          40302
         ├── NotFound                40401
+        ├── RequestConflict         40901 (``request_id`` reused with another request)
         ├── CapacityFull            42901
         ├── ImportantLimit          42902
         ├── RateLimited             42910 (``retry_after`` seconds)
@@ -104,6 +105,10 @@ class NotFound(ApiError):
     pass
 
 
+class RequestConflict(ApiError):
+    """The request_id was used before for a different request; nothing changed."""
+
+
 class CapacityFull(ApiError):
     pass
 
@@ -138,6 +143,7 @@ _BY_CODE: dict[int, type[ApiError]] = {
     ErrorCode.SWITCHED_OFF: SwitchedOff,
     ErrorCode.CROSS_APP_CLOSED: CrossAppClosed,
     ErrorCode.NOT_FOUND: NotFound,
+    ErrorCode.REQUEST_CONFLICT: RequestConflict,
     ErrorCode.CAPACITY_FULL: CapacityFull,
     ErrorCode.IMPORTANT_LIMIT: ImportantLimit,
     ErrorCode.RATE_LIMITED: RateLimited,

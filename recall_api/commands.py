@@ -1,7 +1,9 @@
 """Send a management command through `memory.commands` and wait for the keyed writer.
 
-The wait is bounded; the command id doubles as an idempotency key, so a caller that
-timed out may resend the same ``request_id`` without writing twice.
+The wait is bounded by ``write_timeout_s``. The command id is derived from the caller's
+``request_id`` scoped by (tenant, caller, user, op) (``recall_api.idempotency``), so a
+caller that timed out may resend the same ``request_id`` without writing twice, a reused
+id with another request answers 40901, and two apps' ids never meet.
 """
 
 from __future__ import annotations
@@ -9,11 +11,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from recall_api.access import Caller
 from recall_api.errors import ApiError, is_outage, unavailable
+from recall_api.idempotency import (
+    Idempotency,
+    caller_identity,
+    fingerprint,
+    new_request_id,
+    scoped_id,
+)
 from recall_api.services import Services
 from schemas.commands import Command, result_key
 from schemas.errors import ErrorCode
@@ -27,12 +36,23 @@ async def run_command(
     user_id: int,
     payload: dict[str, Any],
     request_id: str | None = None,
-    timeout_s: float = 15.0,
+    timeout_s: float | None = None,
     *,
     tenant: str,
+    caller: Caller | None = None,
+    endpoint: str | None = None,
 ) -> Any:
-    """``tenant``: the caller's; the command, its sealed payload and its result key carry it."""
-    command_id = request_id or f"cmd_{uuid.uuid4().hex}"
+    """``tenant``: the caller's; the command, its sealed payload and its result key carry it.
+    ``caller``: who owns ``request_id`` (its key, else the payload's ``app_id``);
+    ``endpoint``: the route, when it is not ``op``."""
+    timeout_s = svc.settings.write_timeout_s if timeout_s is None else timeout_s
+    deadline = time.monotonic() + timeout_s
+    request_id = request_id or new_request_id()
+    who = caller_identity(caller.kid if caller else "", payload.get("app_id"))
+    endpoint = endpoint or op
+    command_id = scoped_id("c_", tenant, who, user_id, endpoint, request_id)
+    fp = fingerprint(endpoint, user_id, payload)
+    record = Idempotency(svc.stores.redis.client, tenant, command_id, fp)
     cmd = Command(
         op=op,
         command_id=command_id,
@@ -46,31 +66,38 @@ async def run_command(
         cmd = cmd.model_copy(update={"payload": {}, "sealed": sealed})
     bus = svc.stores.kafka
     try:
-        bus.produce_json(bus.topic(TOPIC_COMMANDS), str(user_id), cmd.model_dump(mode="json"))
-        result = await asyncio.to_thread(_wait, svc, cmd.result_id, timeout_s)
+        first = await asyncio.to_thread(record.claim)  # 40901 for another request
+        if first is not None:  # answered before: the same answer, nothing sent
+            result = first
+        else:
+            bus.produce_json(bus.topic(TOPIC_COMMANDS), str(user_id), cmd.model_dump(mode="json"))
+            result = await asyncio.to_thread(_wait, svc, cmd.result_id, deadline)
+            if result is not None:
+                await asyncio.to_thread(record.remember, result)
     except Exception as exc:
         if not is_outage(exc):
             raise
         # the command may be on its way to the writer: say how to retry without a twin
-        raise unavailable("a store or the broker", command_id) from exc
+        raise unavailable("a store or the broker", request_id) from exc
     if result is None:
         raise ApiError(
             ErrorCode.UNAVAILABLE,
             f"the writer did not answer within {timeout_s:.0f}s; retry with "
-            f"request_id={command_id} (idempotent)",
-            {"request_id": command_id},
+            f"request_id={request_id} (idempotent)",
+            {"request_id": request_id},
         )
     if result.get("code", 0) != 0:
         raise ApiError(ErrorCode(result["code"]), result.get("msg", "command failed"))
     return result.get("data")
 
 
-def _wait(svc: Services, result_id: str, timeout_s: float) -> dict | None:
+def _wait(svc: Services, result_id: str, deadline: float) -> dict | None:
     client = svc.stores.redis.client
     key = result_key(result_id)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = client.blpop([key], timeout=0.3)  # under the socket timeout of the client
+    while (left := deadline - time.monotonic()) > 0:
+        got = client.blpop(
+            [key], timeout=min(0.3, max(left, 0.01))
+        )  # under the socket timeout of the client
         if got is not None:
             return json.loads(got[1])
     return None

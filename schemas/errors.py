@@ -12,6 +12,7 @@ class ErrorCode(IntEnum):
     SWITCHED_OFF = 40301
     CROSS_APP_CLOSED = 40302
     NOT_FOUND = 40401
+    REQUEST_CONFLICT = 40901  # request_id reused with a different request (nothing changed)
     CAPACITY_FULL = 42901
     IMPORTANT_LIMIT = 42902
     RATE_LIMITED = 42910

@@ -81,6 +81,7 @@ class KafkaBus:
             {
                 **self._base_conf(),
                 "enable.idempotence": True,
+                "acks": "all",  # an add answers accepted once every in-sync replica has it
                 "linger.ms": 2,
                 "compression.type": "lz4",
                 "message.timeout.ms": 30000,

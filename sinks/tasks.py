@@ -1,4 +1,8 @@
-"""Status of `add` tasks in Redis: accepted → processing → done | failed.
+"""Status of `add` tasks in Redis: sending → accepted → processing → done | failed.
+
+``sending``: the API produced the event and waits for Kafka's acknowledgement (a task
+left there never landed: a resend of its request id produces it again); ``accepted``:
+durable in Kafka, the ingest's from now on.
 
 Redis is a cache: a task whose status was lost (Redis flushed) reads as unknown, the
 memories themselves are safe in ClickHouse. Entries expire after a week. A task belongs
@@ -18,6 +22,14 @@ from schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.redis_store import RedisStore
 
 TTL_S = 7 * 24 * 3600
+LANDED = ("accepted", "processing", "done")  # the event is in Kafka (or already applied)
+# sending → accepted, unless the ingest got there first (processing, done)
+_SENT = """
+if redis.call('HGET', KEYS[1], 'status') == 'sending' then
+  redis.call('HSET', KEYS[1], 'status', 'accepted', 'updated_at', ARGV[1])
+end
+return 1
+"""
 COUNT_FIELDS = ("added", "updated", "superseded", "skipped", "evicted")
 
 
@@ -62,11 +74,14 @@ class TaskStore:
         tenant: str,
         app_id: str | None = None,
         kid: str = "",
+        sending: bool = False,
     ) -> None:
-        """``app_id`` and ``kid`` (the API key's id) say who may read the status."""
+        """``app_id`` and ``kid`` (the API key's id) say who may read the status;
+        ``sending``: not acknowledged by Kafka yet (``sent`` says when it is)."""
         now = time.time()
         pipe = self._redis.client.pipeline()
-        mapping = {"status": "accepted", "user_id": user_id, "accepted_at": now, "updated_at": now}
+        status = "sending" if sending else "accepted"
+        mapping = {"status": status, "user_id": user_id, "accepted_at": now, "updated_at": now}
         mapping["tenant_id"] = tenant
         if app_id:
             mapping["app_id"] = app_id
@@ -75,6 +90,10 @@ class TaskStore:
         pipe.hset(_key(task_id, tenant), mapping=mapping)
         pipe.expire(_key(task_id, tenant), TTL_S)
         pipe.execute()
+
+    def sent(self, task_id: str, *, tenant: str) -> None:
+        """Kafka acknowledged the task's event: ``sending`` becomes ``accepted``."""
+        self._redis.client.eval(_SENT, 1, _key(task_id, tenant), time.time())
 
     def processing(self, tasks: list[tuple[str, str]]) -> None:
         """Mark tasks ``(tenant, task_id)`` as picked up; a finished one (a replay) stays."""
@@ -89,7 +108,7 @@ class TaskStore:
         now = time.time()
         pipe = client.pipeline()
         for key, state in zip(keys, states, strict=True):
-            if state in (None, "accepted"):
+            if state in (None, "sending", "accepted"):
                 pipe.hset(key, mapping={"status": "processing", "updated_at": now})
                 pipe.expire(key, TTL_S)
         pipe.execute()

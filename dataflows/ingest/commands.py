@@ -96,6 +96,17 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
     batch = WriteBatch()
     result = TaskResult(cmd.command_id, cmd.user_id, tenant_id=cmd.tenant_id)
     with idx.lock:
+        # the command id is scoped by caller and request (recall_api.idempotency): this
+        # memory exists only when the same request_id was applied before (Redis lost)
+        mine = idx.records.get(memory_id)
+        if mine is not None:
+            same = mine.content_hash == content_hash(text)
+            answer = (
+                ok({"memory_id": memory_id, "duplicate": False})
+                if same
+                else error(ErrorCode.REQUEST_CONFLICT, "request_id reused with another content")
+            )
+            return Applied(batch, command_results=[(cmd.command_id, answer)])
         existing = idx.by_hash.find(
             content_hash(text), duplicate_scope(level, body.app_id, body.session_id)
         )

@@ -70,7 +70,15 @@ def build_flow(
     keys = rt.memories.cipher
 
     def opened(items: list[SealedItem]) -> list:
-        return [x for x in (i.open(keys) for i in items) if x is not None]
+        out, dropped = [], []
+        for item in items:
+            value = item.open(keys)
+            if value is None:  # the user was purged meanwhile: its tasks end failed
+                dropped.extend(item.dropped_tasks())
+            else:
+                out.append(value)
+        rt.tasks.finish(dropped)
+        return out
 
     def parse(msg: KafkaSourceMessage):
         origin = Origin(
@@ -127,7 +135,12 @@ def build_flow(
     def window(state):
         s = rt.settings  # as they are now: session thresholds are live (sinks.config_topic)
         return SessionWindow(
-            state, s.session_gap_s, s.session_max_turns, s.context_turns, rt.memories.cipher
+            state,
+            s.session_gap_s,
+            s.session_max_turns,
+            s.context_turns,
+            rt.memories.cipher,
+            dropped=rt.tasks.finish,
         )
 
     def run_extract(batch):
@@ -164,7 +177,11 @@ def build_flow(
     windows = op.stateful("window", op.key_on("by_session", is_conv.trues, window_key), window)
     extracted = op.map("extract", op.key_rm("unkey_window", windows), run_extract)  # Extracted
     # sealed while collected: the collect step snapshots what it holds at an epoch's end
-    sealed = op.map("seal", extracted, lambda x: SealedItem.seal(keys, x.user_id, x, x.tenant_id))
+    sealed = op.map(
+        "seal",
+        extracted,
+        lambda x: SealedItem.seal(keys, x.user_id, x, x.tenant_id, (i.task_id for i in x.tasks)),
+    )
     # one shard per worker: a user's batches on the worker that owns their writer
     shard = op.key_on("embed_shard", sealed, lambda x: embed_shard(_user_key(x), workers))
     groups = op.collect("embed_batch", shard, timeout=timedelta(milliseconds=20), max_size=64)

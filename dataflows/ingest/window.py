@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import logging
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Self
@@ -21,10 +22,12 @@ from typing import Self
 from bytewax.operators import StatefulLogic
 
 from dataflows.ingest.items import Incoming, TurnBatch
+from schemas.errors import ErrorCode
 from schemas.events import Message
 from schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.crypto import KeyDestroyed
 from sinks.keyring import KeyRing
+from sinks.tasks import TaskResult
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +53,31 @@ class SealedItem:
     user_id: int
     blob: str
     tenant_id: str = DEFAULT_TENANT  # a snapshot from before tenants: the default's
+    # the add tasks inside, in clear (ids, no words): a value that no longer opens (the
+    # user was purged meanwhile) still ends its tasks ``failed`` (``dropped_tasks``)
+    task_ids: tuple[str, ...] = ()
 
     @classmethod
-    def seal(cls, keys: KeyRing, user_id: int, value: object, tenant: str) -> Self:
+    def seal(
+        cls, keys: KeyRing, user_id: int, value: object, tenant: str, task_ids: tuple = ()
+    ) -> Self:
         raw = base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        return cls(user_id, keys.encrypt(user_id, raw.decode("ascii"), tenant), tenant)
+        blob = keys.encrypt(user_id, raw.decode("ascii"), tenant)
+        return cls(user_id, blob, tenant, tuple(task_ids))
+
+    def dropped_tasks(self) -> list[TaskResult]:
+        """The tasks inside, failed: the user was purged before their turns were stored."""
+        return [
+            TaskResult(
+                t,
+                self.user_id,
+                failed=True,
+                code=int(ErrorCode.NOT_FOUND),
+                reason="the user was purged before this turn was stored",
+                tenant_id=self.tenant_id,
+            )
+            for t in self.task_ids
+        ]
 
     def open(self, keys: KeyRing) -> object | None:
         """The value, or None when the user was purged while it was in flight."""
@@ -89,13 +112,17 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindo
         max_turns: int,
         context_turns: int,
         keys: KeyRing | None = None,
+        dropped: Callable[[list[TaskResult]], None] | None = None,
     ):
+        """``dropped``: told the failed tasks of a snapshot that no longer opens."""
         self.keys = keys
         self.user_id: int | None = None
         self.tenant_id = DEFAULT_TENANT
         if isinstance(state, SealedWindow):
             self.user_id, self.tenant_id = state.user_id, state.tenant_id
-            state = state.open(keys) if keys is not None else None
+            sealed, state = state, state.open(keys) if keys is not None else None
+            if state is not None and not state.pending and sealed.task_ids and dropped:
+                dropped(sealed.dropped_tasks())
         self.state = state or WindowState()
         if self.user_id is None and self.state.pending:  # a snapshot from before sealing
             self.user_id = self.state.pending[0].event.user_id
@@ -130,7 +157,8 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindo
         state = WindowState(list(self.state.pending), list(self.state.context))
         if self.keys is None or self.user_id is None:
             return state  # no keys (tests) or nothing of a user held yet
-        return SealedWindow.seal(self.keys, self.user_id, state, self.tenant_id)
+        tasks = tuple(i.task_id for i in state.pending)
+        return SealedWindow.seal(self.keys, self.user_id, state, self.tenant_id, tasks)
 
     def _flush(self) -> TurnBatch:
         batch = TurnBatch(self.state.pending, list(self.state.context))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
-import uuid
+import threading
+import time
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -13,6 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import OUTAGES, ApiError, unavailable
+from recall_api.idempotency import (
+    Idempotency,
+    caller_identity,
+    fingerprint,
+    new_request_id,
+    scoped_id,
+)
 from recall_api.recall import recaller_for
 from recall_api.services import Services
 from schemas.commands import StructuredMemory
@@ -20,9 +28,9 @@ from schemas.enums import Level, Ownership
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent, Message, Strategy, UserId
 from schemas.limits import ScopeId
-from schemas.tenants import scoped
 from sinks.errors import StoreUnavailable
 from sinks.sealed import seal_event_bytes
+from sinks.tasks import LANDED, TaskResult
 
 router = APIRouter(prefix="/memory/v1", tags=["write"])
 
@@ -37,7 +45,8 @@ class AddRequest(BaseModel):
     level: Level | None = None
     messages: list[Message] = Field(min_length=1)
     strategy: Strategy | None = None
-    # Resending an add with the same request_id gives the same task (and no second copy).
+    # Resending an add with the same request_id gives the same task (and no second copy);
+    # the same id with another request answers 40901 (recall_api.idempotency).
     request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
@@ -45,11 +54,12 @@ class StructuredRequest(StructuredMemory):
     request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
-def add_task_id(user_id: int, request_id: str, tenant: str) -> str:
+def add_task_id(
+    user_id: int, request_id: str, tenant: str, identity: str = caller_identity("", None)
+) -> str:
     """The task of an add: the same for a resend of the same request (idempotent), and
-    another for the same request id of another tenant."""
-    raw = scoped(tenant, f"{user_id}:{request_id}")
-    return "t_" + hashlib.sha256(raw.encode()).hexdigest()[:24]
+    another for the same request id of another tenant, caller (``identity``) or user."""
+    return scoped_id("t_", tenant, identity, user_id, "add", request_id)
 
 
 def event_bytes(event: ConversationEvent, max_bytes: int) -> bytes:
@@ -85,11 +95,13 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
                 ErrorCode.BAD_PARAMETER,
                 f"messages[{i}].content exceeds {s.max_message_bytes} bytes",
             )
-    request_id = body.request_id or f"r_{uuid.uuid4().hex}"
+    request_id = body.request_id or new_request_id()
     t = caller.tenant
+    who = caller_identity(caller.kid, body.app_id)
+    fields = body.model_dump(mode="json", exclude_none=True, exclude={"request_id"})
     try:
         event = ConversationEvent(
-            task_id=add_task_id(body.user_id, request_id, t),
+            task_id=add_task_id(body.user_id, request_id, t, who),
             tenant_id=t,
             **body.model_dump(exclude_none=True, exclude={"request_id"}),
         )
@@ -100,33 +112,64 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
     payload = event_bytes(event, s.max_event_bytes)
     # sealed with the user's data key: a purge leaves no readable copy in the topic
     payload = seal_event_bytes(svc.memories.cipher, body.user_id, event.task_id, payload, t)
-    tasks, bus = svc.tasks, svc.stores.kafka
-    try:
-        svc.stores.redis.client.ping()  # the task status must be recordable: say so now
+    record = Idempotency(
+        svc.stores.redis.client, t, event.task_id, fingerprint("add", body.user_id, fields)
+    )
+    answer = {"task_id": event.task_id, "accepted": True}
+    try:  # the task status must be recordable: say so now
+        if record.claim() is not None:  # 40901 for another request
+            return {"code": 0, "msg": "ok", "data": answer}
+        known = svc.tasks.get(event.task_id, tenant=t)
     except OUTAGES as exc:
         raise unavailable("Redis", request_id) from exc
-    known = tasks.get(event.task_id, tenant=t)
-    if known is not None and known["status"] != "failed":
-        return {"code": 0, "msg": "ok", "data": {"task_id": event.task_id, "accepted": True}}
-    tasks.accepted(event.task_id, body.user_id, tenant=t, app_id=body.app_id, kid=caller.kid)
+    if known is not None and known["status"] in LANDED:  # its answer was lost, not its event
+        record.remember(answer)
+        return {"code": 0, "msg": "ok", "data": answer}
+    deliver(svc, event.task_id, body, t, caller.kid, payload, request_id, record, answer)
+    recaller_for(request.app.state, svc).prefetch(body.user_id, t)  # a recall tends to follow
+    return {"code": 0, "msg": "ok", "data": answer}
 
-    def delivered(err, _msg) -> None:
+
+def deliver(
+    svc: Services,
+    task_id: str,
+    body: AddRequest,
+    tenant: str,
+    kid: str,
+    payload: bytes,
+    request_id: str,
+    record: Idempotency,
+    answer: dict[str, Any],
+) -> None:
+    """Produce the event and return once Kafka acknowledged it (acks=all, idempotent
+    producer: ``sinks.kafka``), within ``write_timeout_s``; else 50301 with the request
+    id. The task reads ``sending`` until then: a resend of an id whose event never
+    landed (a crash before the acknowledgement) produces it again."""
+    tasks, bus = svc.tasks, svc.stores.kafka
+    tasks.accepted(task_id, body.user_id, tenant=tenant, app_id=body.app_id, kid=kid, sending=True)
+    acked = threading.Event()
+    failure: list[str] = []
+
+    def delivered(err, _msg) -> None:  # on whichever thread polls the producer
         if err is not None:
-            from sinks.tasks import TaskResult
-
-            tasks.finish(
-                [
-                    TaskResult(
-                        event.task_id,
-                        body.user_id,
-                        failed=True,
-                        code=int(ErrorCode.UNAVAILABLE),
-                        reason=f"could not hand over to Kafka: {err}",
-                        tenant_id=t,
-                    )
-                ]
+            failure.append(str(err))
+            result = TaskResult(
+                task_id,
+                body.user_id,
+                failed=True,
+                code=int(ErrorCode.UNAVAILABLE),
+                reason=f"could not hand over to Kafka: {err}",
+                tenant_id=tenant,
             )
+            with contextlib.suppress(*OUTAGES):
+                tasks.finish([result])
+        else:  # durable in Kafka: from now on the task is the ingest's
+            with contextlib.suppress(*OUTAGES):
+                tasks.sent(task_id, tenant=tenant)
+                record.remember(answer)
+        acked.set()
 
+    deadline = time.monotonic() + svc.settings.write_timeout_s
     try:
         bus.produce_json(
             bus.topic(TOPIC_CONVERSATIONS), str(body.user_id), payload, on_delivery=delivered
@@ -134,8 +177,10 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
     except StoreUnavailable as exc:  # not queued: nothing will land
         delivered(exc, None)
         raise unavailable("Kafka", request_id) from exc
-    recaller_for(request.app.state, svc).prefetch(body.user_id, t)  # a recall tends to follow
-    return {"code": 0, "msg": "ok", "data": {"task_id": event.task_id, "accepted": True}}
+    while not acked.is_set() and (left := deadline - time.monotonic()) > 0:
+        bus.producer.poll(min(left, 0.05))
+    if failure or not acked.is_set():  # refused, or not acknowledged in time
+        raise unavailable("Kafka", request_id)
 
 
 @router.post("/add_structured")
@@ -147,7 +192,13 @@ async def add_structured(
     check_switch(svc, body.user_id, body.app_id, caller.tenant)
     payload = body.model_dump(mode="json", exclude={"request_id", "user_id"}, exclude_none=True)
     data = await run_command(
-        svc, "add_structured", body.user_id, payload, body.request_id, tenant=caller.tenant
+        svc,
+        "add_structured",
+        body.user_id,
+        payload,
+        body.request_id,
+        tenant=caller.tenant,
+        caller=caller,
     )
     return {"code": 0, "msg": "ok", "data": data}
 

@@ -107,7 +107,9 @@ async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> di
     )
     if body.clear_expire_at:
         payload["expire_at"] = None
-    data = await run_command(svc, "update", body.user_id, payload, body.request_id, tenant=t)
+    data = await run_command(
+        svc, "update", body.user_id, payload, body.request_id, tenant=t, caller=caller
+    )
     return _ok(data)
 
 
@@ -119,7 +121,9 @@ async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> di
     if caller.is_app:
         caller.writable(svc.memories.get(body.user_id, body.memory_id, tenant=t), body.memory_id)
         payload["access"] = caller.access_payload()
-    data = await run_command(svc, "delete", body.user_id, payload, body.request_id, tenant=t)
+    data = await run_command(
+        svc, "delete", body.user_id, payload, body.request_id, tenant=t, caller=caller
+    )
     return _ok(data)
 
 
@@ -143,7 +147,14 @@ async def batch_delete(
                     caller.writable(found[mid], mid)
         payload["access"] = caller.access_payload()
     data = await run_command(
-        svc, "delete", body.user_id, payload, body.request_id, tenant=caller.tenant
+        svc,
+        "delete",
+        body.user_id,
+        payload,
+        body.request_id,
+        tenant=caller.tenant,
+        caller=caller,
+        endpoint="batch_delete",
     )
     return _ok(data)
 

@@ -110,7 +110,14 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> dict
         shredded = export.delete_user_exports(svc, body.user_id, caller.tenant)
         payload["shred"] = True
     data = await run_command(
-        svc, "delete", body.user_id, payload, body.request_id, tenant=caller.tenant
+        svc,
+        "delete",
+        body.user_id,
+        payload,
+        body.request_id,
+        tenant=caller.tenant,
+        caller=caller,
+        endpoint="purge",
     )
     data["crypto_shredded"] = shredded is not None
     if shredded is not None:

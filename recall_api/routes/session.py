@@ -33,7 +33,13 @@ async def close(
     caller.check_write_scope("SESSION", body.app_id)
     payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
     data = await run_command(
-        svc, "session_close", body.user_id, payload, body.request_id, tenant=caller.tenant
+        svc,
+        "session_close",
+        body.user_id,
+        payload,
+        body.request_id,
+        tenant=caller.tenant,
+        caller=caller,
     )
     # applied: the next session's first recall finds the user loaded
     recaller_for(request.app.state, svc).prefetch(body.user_id, caller.tenant)
