@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from schemas.enums import Status
@@ -32,16 +34,11 @@ def test_add_structured_is_durable_when_it_answers(api, runtime, ingest, user_id
     assert stored.weight == pytest.approx(0.90)
     assert runtime.stores.milvus.get([memory_id], ["memory_id"])
 
-    again = api.post(
-        "/memory/v1/add_structured",
-        json={
-            "user_id": user_id,
-            "app_id": "agent-x",
-            "content": "Always greet the user in Portuguese",
-            "request_id": f"req-{user_id}",
-        },
-    ).json()
-    assert again["code"] == 0 and again["data"]["memory_id"] == memory_id  # idempotent
+    sent = json.loads(resp.request.content)
+    again = api.post("/memory/v1/add_structured", json=sent).json()
+    assert again["code"] == 0 and again["data"] == body["data"]  # idempotent: the same answer
+    other = api.post("/memory/v1/add_structured", json={**sent, "is_important": False}).json()
+    assert other["code"] == 40901, other  # the same id for another request: nothing changed
     assert len(runtime.memories.load(user_id, tenant="default")) == 1
 
 
