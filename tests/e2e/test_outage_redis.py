@@ -20,7 +20,8 @@ pytestmark = pytest.mark.e2e
 
 def test_redis_stopped_mid_ingest_then_restarted_stores_every_fact_once(tmp_path) -> None:
     with private_node(tmp_path) as node:
-        load, codes, users = outage_mid_ingest(node, node.redis_down, node.redis_up)
+        load, calls, users = outage_mid_ingest(node, node.redis_down, node.redis_up)
+        codes = calls.codes()
         counts = stored_counts(node, users)
     # an add's status cannot be recorded, nor a task's read: said, with a request_id
     assert codes["add"] == codes["tasks"] == 50301, codes

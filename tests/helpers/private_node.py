@@ -245,7 +245,8 @@ def stored_counts(node: PrivateNode, users: list[int]) -> dict[str, int]:
 class OutageCalls:
     """The HTTP calls made to the node while a server is down, and what they must mean.
 
-    add, recall and a task read are answered at once; add_structured waits for the
+    add answers once Kafka acknowledged its event (or 50301 within the write timeout),
+    recall and a task read at once; add_structured waits for the
     writer's answer in a thread (so the server may come back meanwhile). ``check`` says
     every answer was true: no 500, 0 or 50301 only, and (``landed``) each write answered
     0 is stored once, each answered 50301 is stored once after a resend of its request_id.
@@ -256,6 +257,7 @@ class OutageCalls:
     probe_user: int  # the user recall asks about
     task_id: str  # a task to read
     answers: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    add_s: float = 0.0  # how long the add took to answer
 
     ADD_FACT = ("I was born in Lisbon.", "User was born in Lisbon")
     STRUCTURED = "My passport expires in May 2031"
@@ -276,7 +278,9 @@ class OutageCalls:
             )
         )
         self._waiting.start()
+        started = time.monotonic()
         self.answers["add"] = self.node.post("add", self.add_body)
+        self.add_s = time.monotonic() - started  # 50301 within the write timeout
         recall = {"user_id": self.probe_user, "query": "locker code", "top_k": 5}
         self.answers["recall"] = self.node.post("recall", recall)
         read = self.node.http.get(f"/memory/v1/tasks/{self.task_id}")
@@ -345,10 +349,11 @@ def outage_mid_ingest(
     n_users: int = 3,
     per_user: int = 40,
     first_wave: int = 10,
-) -> tuple[Load, dict[str, int], list[int]]:
+) -> tuple[Load, OutageCalls, list[int]]:
     """Ingest a first wave; stop a server (``down``) while the rest streams in; call the
     node meanwhile; start it again (``up``) after ``outage_s``; check every fact stored
-    once and every answer true. Returns the load, the calls' codes and every user."""
+    once and every answer true. Returns the load, the calls (their ``codes``) and every
+    user."""
     base = random.getrandbits(40) << 8
     load = Load(node, [base + u for u in range(n_users)], per_user)
     first = [(u, i) for u, i in load.events if i < first_wave]
@@ -364,9 +369,9 @@ def outage_mid_ingest(
     calls.start()
     time.sleep(max(0.0, outage_s - (time.monotonic() - down_at)))
     up()
-    codes = calls.codes()
+    calls.codes()
     rest.join(60)
     load.flush()
     check_every_fact_once(load)
     calls.landed(load.expected(base))
-    return load, codes, [*load.users, calls.caller]
+    return load, calls, [*load.users, calls.caller]
