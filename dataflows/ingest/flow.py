@@ -26,6 +26,7 @@ from dataflows.ingest import management  # noqa: F401  (registers the management
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.embed import embed_all
 from dataflows.ingest.extract import extract
+from dataflows.ingest.fence import fenced, purged_at
 from dataflows.ingest.guard import guarded
 from dataflows.ingest.items import Applied, Extracted, Incoming, IncomingCommand, Rejected
 from dataflows.ingest.items import Source as Origin
@@ -161,13 +162,23 @@ def build_flow(
             bad = refused_batch(item.tasks, reason).failures
             return Applied(WriteBatch(), [r for b in bad for r in failed_task(b)], rejected=bad)
 
+        fence = state  # when the user was last purged whole (dataflows.ingest.fence)
         if isinstance(item, IncomingCommand):
             out = guarded("write", lambda: apply_command(writer, item), refused)
             out.event_s.append(item.source.ts_s)
+            done = all(r.get("code", 0) == 0 for _, r in out.command_results)
+            if done and (at := purged_at(item)) is not None:
+                fence = max(fence or 0.0, at)
         else:
-            out = guarded("write", lambda: writer.apply_extracted(item), refused)
-            out.event_s.extend(i.source.ts_s for i in item.tasks)
-        return None, out
+            events_s = [i.source.ts_s for i in item.tasks]
+            item, purged = fenced(item, fence)
+            if item.tasks:
+                out = guarded("write", lambda: writer.apply_extracted(item), refused)
+            else:
+                out = Applied(WriteBatch())
+            out.results.extend(purged)
+            out.event_s.extend(events_s)
+        return fence, out
 
     flow = Dataflow(flow_id)
     raw = op.input("in", flow, source or kafka_source(rt))  # KafkaSourceMessage
