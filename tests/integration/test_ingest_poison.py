@@ -88,7 +88,8 @@ def test_a_record_that_breaks_a_step_goes_to_the_dlq_and_others_keep_flowing(
     started = time.monotonic()
     send(bystander, f"other-{marker}", "I live in Aveiro with two cats.")
     _final(runtime, f"other-{marker}", "done", timeout=15)
-    assert time.monotonic() - started < 15
+    took = time.monotonic() - started
+    assert took < 5, f"another user's turn took {took:.1f} s after the poison"
     _final(runtime, f"extract-{marker}", "failed")  # its own window batch, then this one:
     send(poisoned, f"decide-{marker}", f"I work as a nurse in Porto and Lisbon d{marker}")
 
@@ -124,7 +125,10 @@ def test_a_key_that_is_no_user_id_goes_to_the_dlq_and_others_keep_flowing(
         value=_event(user, f"good-{marker}", "I play the cello on Sundays."),
     )
     assert producer.flush(20) == 0
+    started = time.monotonic()
     _final(runtime, f"good-{marker}", "done", timeout=20)
+    took = time.monotonic() - started
+    assert took < 5, f"another user's turn took {took:.1f} s after the bad keys"
     found = _dlq_messages(servers.kafka_bootstrap, marker.encode(), expected=4)
     assert len(found) == 4
     for m in found:
