@@ -1,28 +1,28 @@
-"""Consolidation: the design document's chapter 9 "third way" beside archive and delete.
+"""Consolidation: the design document's chapter 9 compression beside archive and delete.
 
-A full scope first merges memories that belong together into one memory carrying all
+A full scope first merges memories that say the same thing into one memory carrying all
 their sources, so room is made without losing what was said; eviction
-(:mod:`core.capacity`) only takes what merging could not free. Pure: records, vectors,
-the clock and settings in; merge plans and merged records out.
+(:mod:`core.capacity`) only takes what merging could not free. Pure: records, the clock
+and settings in; merge plans and merged records out.
 
 **Who may merge.** ACTIVE memories that are not important, not time-bound (``expire_at``:
 they leave on their own date) and not persona, and only within one *group*: same level,
 app, session (SESSION memories), ownership and custom tags (a tag filter finds the same
 memories before and after), procedural kept apart from the rest. Never across scopes.
 
-**Which ones** (:mod:`core.clustering`): linked by similarity above the group's
-background, by a shared source session or by a shared rare name/number/date; the best
-and lowest-weight pairs first, greedily, within ``consolidation_max_cluster`` source
-turns (a merged memory brings all of its own) and ``consolidation_max_chars`` of joined
-text, until enough room is made.
+**Which ones, into what** (:mod:`core.clustering`, :mod:`core.compression`): the same
+fact repeated (the merged text is its most complete telling) or the same frame with
+other values (the frame once, the values listed); never statements that are merely
+related or share a session. A merge is a real compression — at most 80 % of its members'
+length together and never over ``consolidation_max_chars`` — and holds at most
+``consolidation_max_cluster`` source turns. Planning stops once enough room is made.
 
-**What the merged memory carries.** Text: the members' texts in time order joined with
-"; " (an LLM may summarize instead, bounded alike), so every member's words stay
-findable lexically; the caller re-embeds it. Sources: all members' msg_ids in time
-order. Weight: the highest *decayed* member weight, anchored now (a merge neither
-revives nor ages what it merges), and that member's type. ``valid_at``: the earliest
-member's. Recall counts add up. The id derives from the user, the members and the
-cause, so a replay writes the same rows. Members become SUPERSEDED by it.
+**What the merged memory carries.** Text: the plan's (an LLM may summarize instead,
+bounded alike); the caller re-embeds it. Sources: all members' msg_ids in time order.
+Weight: the highest *decayed* member weight, anchored now (a merge neither revives nor
+ages what it merges), and that member's type. ``valid_at``: the earliest member's.
+Recall counts add up. The id derives from the user, the members and the cause, so a
+replay writes the same rows. Members become SUPERSEDED by it.
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-import numpy as np
-
 from core.capacity import IMPORTANT, TOTAL, Counters, dimensions, evict_target, limit_for
-from core.clustering import Edges, greedy_clusters, group_edges, unit_rows
+from core.clustering import choose
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from core.weights import is_persona, weight_now
@@ -50,10 +48,13 @@ _TRAILING = " \t\n.;。；"
 
 @dataclass(frozen=True, slots=True)
 class Cluster:
-    """Memories to merge into ``memory_id``; ``members`` in time order (valid_at, id)."""
+    """Memories to merge into ``memory_id``; ``members`` in time order (valid_at, id);
+    ``text`` the compressed text, ``kind`` how (compression.SAME or FRAME)."""
 
     memory_id: str
     members: tuple[str, ...]
+    text: str
+    kind: str
 
 
 def mergeable(rec: MemoryRecord) -> bool:
@@ -112,7 +113,6 @@ def high_water_needs(counters: Counters, settings: Settings) -> dict[str, int]:
 
 def plan_consolidation(
     records: Sequence[MemoryRecord],
-    vectors: np.ndarray,
     needs: Mapping[str, int],
     now: datetime,
     settings: Settings,
@@ -120,16 +120,14 @@ def plan_consolidation(
 ) -> list[Cluster]:
     """Clusters that free ``needs[dim]`` in each dimension (or as much as links allow).
 
-    ``records`` are one user's ACTIVE memories, ``vectors`` their rows in the same order.
-    Scopes are served before ``total``; what a scope's merges free counts for total too.
+    ``records`` are one user's ACTIVE memories. Scopes are served before ``total``; what a
+    scope's merges free counts for total too.
     """
-    order = sorted(range(len(records)), key=lambda i: records[i].memory_id)
-    recs = [records[i] for i in order]
-    unit = unit_rows(np.asarray(vectors, dtype=np.float32)[order]) if order else vectors
+    recs = sorted(records, key=_when)
     taken: set[int] = set()
-    chosen: list[list[int]] = []
+    chosen: list[tuple[list[int], str, str]] = []
     for dim in sorted(needs, key=lambda k: (k == TOTAL, k)):
-        freed = sum(len(c) - 1 for c in chosen if dim in _dims(recs[c[0]]))
+        freed = sum(len(c) - 1 for c, _, _ in chosen if dim in _dims(recs[c[0]]))
         need = needs[dim] - freed
         if need <= 0:
             continue
@@ -138,13 +136,13 @@ def plan_consolidation(
             for i in range(len(recs))
             if i not in taken and dim in _dims(recs[i]) and mergeable(recs[i])
         ]
-        for members in _cluster(recs, unit, pool, need, now, settings):
-            taken.update(members)
-            chosen.append(members)
+        for merge in _cluster(recs, pool, need, now, settings):
+            taken.update(merge[0])
+            chosen.append(merge)
     out = []
-    for members in chosen:
-        ids = [recs[i].memory_id for i in sorted(members, key=lambda i: _when(recs[i]))]
-        out.append(Cluster(merge_id(recs[members[0]].user_id, ids, cause), tuple(ids)))
+    for members, text, kind in chosen:
+        ids = [recs[i].memory_id for i in members]
+        out.append(Cluster(merge_id(recs[members[0]].user_id, ids, cause), tuple(ids), text, kind))
     return sorted(out, key=lambda c: c.members)
 
 
@@ -192,41 +190,36 @@ def superseded(member: MemoryRecord, merged_id: str, now: datetime) -> MemoryRec
 
 # ---------------------------------------------------------------------------- internals
 def _cluster(
-    recs: list[MemoryRecord],
-    unit: np.ndarray,
-    pool: list[int],
-    need: int,
-    now: datetime,
-    s: Settings,
-) -> list[list[int]]:
+    recs: list[MemoryRecord], pool: list[int], need: int, now: datetime, s: Settings
+) -> list[tuple[list[int], str, str]]:
+    """Merges within each group of ``pool`` (time order), best first, freeing ``need``."""
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for i in pool:
         groups[group_key(recs[i])].append(i)
-    weights = {i: _weight(recs[i], now, s) for i in pool}
-    edges = Edges.concat(
-        [
-            group_edges(
-                g,
-                unit[g],
-                [recs[i].source_session_id for i in g],
-                [recs[i].content for i in g],
-                np.array([weights[i] for i in g]),
-                s.consolidation_similarity,
-            )
-            for g in groups.values()
-            if len(g) > 1
-        ]
-    )
-    return greedy_clusters(
-        pool,
-        {i: max(1, len(recs[i].msg_ids)) for i in pool},
-        {i: len(recs[i].content.strip()) for i in pool},
-        edges,
-        need,
-        min_size=s.consolidation_min_cluster,
-        max_size=s.consolidation_max_cluster,
-        max_chars=s.consolidation_max_chars,
-    )
+    found: list[tuple[list[int], str, str, float]] = []
+    for g in groups.values():
+        if len(g) < 2:
+            continue
+        weights = [_weight(recs[i], now, s) for i in g]
+        for m in choose(
+            [recs[i].content for i in g],
+            [max(1, len(recs[i].msg_ids)) for i in g],
+            weights,
+            need,
+            min_size=s.consolidation_min_cluster,
+            max_sources=s.consolidation_max_cluster,
+            max_chars=s.consolidation_max_chars,
+        ):
+            top = max(weights[k] for k in m.members)
+            found.append(([g[k] for k in m.members], m.text, m.kind, top))
+    found.sort(key=lambda f: (-len(f[0]), f[3], f[0][0]))
+    out, freed = [], 0
+    for members, text, kind, _ in found:
+        if freed >= need:
+            break
+        out.append((members, text, kind))
+        freed += len(members) - 1
+    return out
 
 
 def _dims(rec: MemoryRecord) -> tuple[str, str]:

@@ -64,7 +64,6 @@ LIVE_SETTINGS = frozenset(
         "consolidation_enabled",
         "consolidation_high_water_ratio",
         "consolidation_low_water_ratio",
-        "consolidation_similarity",
         "consolidation_min_cluster",
         "consolidation_max_cluster",
         "consolidation_max_chars",

@@ -49,12 +49,21 @@ def specifics(text: str) -> frozenset[str]:
     text = unicodedata.normalize("NFKC", text)
     out: set[str] = set()
     for word in _LATIN_WORD.findall(text):
-        low = word.casefold()
-        if _DIGIT.search(word) or (word[:1].isupper() and low not in _NOT_NAMES):
-            out.add(low)
+        if latin_specific(word):
+            out.add(word.casefold())
     if _HAN.search(text):
         out.update(_cjk_specifics(text))
     return frozenset(out)
+
+
+def latin_specific(word: str) -> bool:
+    """Is this Latin word a specific (a digit in it, or a capitalized non-function word)?"""
+    return bool(_DIGIT.search(word)) or (word[:1].isupper() and word.casefold() not in _NOT_NAMES)
+
+
+def cjk_words(text: str) -> list[tuple[str, str]]:
+    """jieba's words of ``text`` with their part-of-speech flags (they concatenate to it)."""
+    return [(pair.word, pair.flag) for pair in _posseg(text)]
 
 
 def same_specifics(a: str, b: str) -> bool:

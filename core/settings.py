@@ -225,15 +225,15 @@ class Settings(BaseSettings):
     important_ratio: float = Field(0.2, ge=0, le=1)
     evict_target_ratio: float = Field(0.9, gt=0, le=1)
     # Consolidation before eviction (DESIGN §7, core.consolidation): a full scope first
-    # merges clusters of related low-weight memories; the lifecycle pass merges a scope
-    # above the high-water mark down to the low-water mark.
+    # merges memories that say the same thing (or the same frame with other values) into
+    # one shorter memory (core.compression); the lifecycle pass merges a scope above the
+    # high-water mark down to the low-water mark.
     consolidation_enabled: bool = True
     consolidation_high_water_ratio: float = Field(0.8, gt=0, le=1)
     consolidation_low_water_ratio: float = Field(0.7, gt=0, le=1)
-    consolidation_similarity: float = Field(0.25, ge=0, le=1)  # cosine above the scope's mean
     consolidation_min_cluster: int = Field(2, ge=2, le=64)
-    consolidation_max_cluster: int = Field(8, ge=2, le=64)  # source turns per merged memory
-    consolidation_max_chars: int = Field(600, ge=40, le=8192)  # merged text bound
+    consolidation_max_cluster: int = Field(32, ge=2, le=64)  # source turns per merged memory
+    consolidation_max_chars: int = Field(320, ge=40, le=8192)  # merged text bound
 
     # --- lifecycle ---
     archive_threshold: float = Field(0.10, ge=0, le=1)

@@ -8,9 +8,14 @@ Two callers, both inside the user's keyed writer and under the index lock:
 - :func:`consolidate` — the lifecycle pass (``consolidate`` command) for scopes above the
   high-water mark, down to the low-water mark.
 
-One merge: the members' texts become one text (``rt.llm.summarize``: a bounded join in
-``rules`` mode, an LLM summary otherwise, falling back to the join when the model fails),
-all merged texts are embedded in one call, then per cluster the merged memory is added,
+Planning needs no vectors (:mod:`core.consolidation`: merges are decided on tokens), so
+a scope with nothing to merge falls through to eviction at once. One merge: the plan's
+compressed text (the same fact's most complete telling, or the frame with its values
+listed), or ``rt.llm.summarize``'s text when it is a compression too — within
+``consolidation_max_chars``, at most 80 % of the members together, every member's names,
+numbers and dates in it — the plan's text otherwise (a failing model included). A merge
+that kept a member's text reuses that member's vector; the others are embedded in one
+call. Then per cluster the merged memory is added,
 ONE ``MERGE`` change row names its members, and the members become SUPERSEDED by it
 (their new versions carry no change row of their own: their ``memory.changes`` event is
 the status-bearing REFRESH, which makes a follower reload). Counters and the index move
@@ -27,15 +32,17 @@ import numpy as np
 
 from core import metrics
 from core.capacity import Counters, delta_for
+from core.compression import compresses
 from core.consolidation import (
+    Cluster,
     admission_needs,
-    bounded_join,
     merged_record,
     plan_consolidation,
     superseded,
 )
 from core.hashing import change_id_for
 from core.logs import log_fields
+from core.sameness import specifics
 from core.user_index import UserIndex
 from dataflows.runtime import Runtime
 from models.errors import ModelError
@@ -76,14 +83,13 @@ def consolidate(
     records = list(idx.records.values())
     if len(records) < 2:
         return []
-    vectors = np.stack([idx.vector(r.memory_id) for r in records])
-    clusters = plan_consolidation(records, vectors, needs, now, rt.settings, cause)
+    clusters = plan_consolidation(records, needs, now, rt.settings, cause)
     if not clusters:
         return []
     by_id = {r.memory_id: r for r in records}
     groups = [[by_id[m] for m in c.members] for c in clusters]
-    texts = [_text(rt, members) for members in groups]
-    embedded = rt.embedder.embed([t for t, _ in texts])
+    texts = [_text(rt, c, members) for c, members in zip(clusters, groups, strict=True)]
+    embedded = _vectors(rt, idx, groups, [t for t, _ in texts])
     out = []
     for cluster, members, (text, how), vector in zip(
         clusters, groups, texts, embedded, strict=True
@@ -101,7 +107,7 @@ def consolidate(
     return out
 
 
-def _text(rt: Runtime, members: list[MemoryRecord]) -> tuple[str, str]:
+def _text(rt: Runtime, cluster: Cluster, members: list[MemoryRecord]) -> tuple[str, str]:
     """The merged text and how it was made (for the change row's reason)."""
     texts = [m.content for m in members]
     bound = rt.settings.consolidation_max_chars
@@ -110,10 +116,37 @@ def _text(rt: Runtime, members: list[MemoryRecord]) -> tuple[str, str]:
             text = rt.llm.summarize(texts, bound).strip()
     except ModelError as exc:
         metrics.DEGRADED_SUMMARIZE.inc()
-        log.warning("summary degraded to a join", extra=log_fields(error=type(exc).__name__))
-        return bounded_join(texts, bound), f"joined ({type(exc).__name__}: {str(exc)[:120]})"
-    joined = bounded_join(texts, bound)
-    return (text, f"summarized by {rt.llm.name}") if text and text != joined else (joined, "joined")
+        log.warning("summary degraded to the plan", extra=log_fields(error=type(exc).__name__))
+        return cluster.text, f"{cluster.kind}, {type(exc).__name__}: {str(exc)[:120]}"
+    if text == cluster.text:
+        return text, cluster.kind
+    refused = _refusal(text, texts, bound)
+    if refused:
+        metrics.DEGRADED_SUMMARIZE.inc()
+        log.warning("summary refused", extra=log_fields(reason=refused))
+        return cluster.text, f"{cluster.kind}, summary refused: {refused}"
+    return text, f"summarized by {rt.llm.name}"
+
+
+def _refusal(text: str, texts: list[str], bound: int) -> str | None:
+    """Why a summary is no compression of ``texts`` (None: it is one)."""
+    if not compresses(text, texts, bound):
+        return f"{len(text)} chars for {sum(len(t) for t in texts)} (bound {bound})"
+    low = text.casefold()
+    lost = sorted({s for t in texts for s in specifics(t) if _bare(s) not in low})
+    return f"lost {', '.join(lost[:5])}" if lost else None
+
+
+def _vectors(
+    rt: Runtime, idx: UserIndex, groups: list[list[MemoryRecord]], texts: list[str]
+) -> list[np.ndarray]:
+    """A kept member text reuses its vector; the other texts are embedded in one call."""
+    kept = [
+        next((m for m in g if m.content == t), None) for g, t in zip(groups, texts, strict=True)
+    ]
+    todo = [t for t, k in zip(texts, kept, strict=True) if k is None]
+    fresh = iter(rt.embedder.embed(todo) if todo else [])
+    return [idx.vector(k.memory_id) if k else next(fresh) for k in kept]
 
 
 def _apply(
@@ -150,3 +183,8 @@ def _apply(
     idx.upsert(merged, vector)
     counters.apply(delta_for(merged.level, merged.app_id, merged.is_important))
     return merged
+
+
+def _bare(specific: str) -> str:
+    """A name without its possessive ("priya's" → "priya"): the summary may drop it."""
+    return specific.split("'")[0].split("’")[0]

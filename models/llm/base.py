@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from core.compression import merged_text
 from core.consolidation import bounded_join
 from models.errors import InventedId, MalformedOutput
 from models.prompts import consolidate as consolidate_prompt
@@ -72,13 +73,24 @@ class LLM(ABC):
         """
 
     def summarize(self, texts: Sequence[str], max_chars: int) -> str:
-        """ONE memory saying what ``texts`` (related memories, in time order) say.
+        """ONE memory saying what ``texts`` (memories in time order) say, shorter.
 
         Consolidation before eviction (DESIGN §7). This default — the ``rules`` provider's
-        behaviour and the floor of every provider — is the bounded join of the texts, which
-        keeps every member's words findable; prompted providers summarize instead.
+        behaviour and the floor of every provider — is :func:`core.compression.merged_text`:
+        the same fact repeated becomes its most complete telling, the same frame with other
+        values the frame with the values listed. Anything else is refused
+        (:class:`MalformedOutput`): related statements are never joined. One text is
+        returned as it is (clipped to ``max_chars``).
         """
-        return bounded_join(texts, max_chars)
+        if len([t for t in texts if t.strip()]) < 2:
+            return bounded_join(texts, max_chars)
+        made = merged_text(texts, max_chars)
+        if made is None:
+            raise MalformedOutput(
+                f"{len(texts)} memories neither repeat one fact nor share one frame within "
+                f"{max_chars} chars: not merged"
+            )
+        return made[0]
 
     def close(self) -> None:
         """Release clients or memory held by the provider (no-op by default)."""

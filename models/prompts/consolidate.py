@@ -1,9 +1,13 @@
 """Consolidation summary prompt (design document chapter 9; DESIGN §7 "consolidate").
 
-Several memories of one person, in time order, become ONE memory. The summary is what
-recall will search instead of the members, so it must keep every name, number, date
-and place they hold (those are what questions ask for) and drop only repetition. The
-answer is clipped to ``max_chars``: a merged memory stays one readable memory.
+Several memories of one person, in time order, become ONE memory. Consolidation only
+asks about memories that say the same thing, or the same thing with other values
+(:mod:`core.compression` chose them), so the summary is a *compression*: shorter than
+the memories together, about one thing, at most ``max_chars``. It is what recall will
+search instead of the members, so it must keep every name, number, date and place they
+hold (those are what questions ask for) and drop only repetition. An answer over the
+bound is refused (asked again once, then the rules' text is used), never clipped: a
+clipped summary would lose values.
 """
 
 from __future__ import annotations
@@ -15,12 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.consolidation import bounded_join
 from models.errors import MalformedOutput
 from models.lang import dominant_language
 from models.types import ChatMessage
 
-VERSION = "consolidate/v1"
+VERSION = "consolidate/v2"
 
 
 class SummaryResponse(BaseModel):
@@ -41,23 +44,25 @@ def build_context(texts: Sequence[str], max_chars: int) -> ConsolidateContext:
     return ConsolidateContext(memories, max_chars, dominant_language(list(memories)))
 
 
-_SYSTEM = """You consolidate the memories a memory system keeps about one person. You get several related memories in time order; write ONE memory that says everything they say.
+_SYSTEM = """You compress the memories a memory system keeps about one person. You get several memories in time order that say the same thing, or the same thing with other values (other towns, dates, names, numbers); write ONE memory, shorter than them together, that says everything they say.
 
 Rules:
 - Keep every name, number, date, time, place, product and preference. Questions will ask for exactly those, and the originals will no longer be searched.
 - Keep who is who: if a memory names a person ("Priya", "Tomás"), the summary names them too. Never turn a named person into "the user".
-- Drop only repetition. Do not add anything that is not in the memories, no advice, no comments.
-- When memories show a habit, say so and keep the specifics: 20 takeaway orders, mostly from Luigi's -> "Often orders takeaway, mostly pizza from Luigi's (orders on 2024-03-02, 2024-03-09, ...)".
+- Say the shared part once and list the values that differ. Drop only repetition. Do not add anything that is not in the memories, no advice, no comments.
 - When a later memory changes an earlier one, say what is current and what it was before ("Lives in Lisbon since 2024-05; lived in Berlin before").
 - Write in the language of the memories. At most {max_chars} characters.
 - Answer with one JSON object only: {{"summary": str}}.
 
 Examples:
-Memories: ["Priya started a pottery class on 2023-05-07", "Priya's pottery class meets on Tuesdays", "Priya made a blue vase in pottery class"]
-Output: {{"summary": "Priya started a pottery class on 2023-05-07; it meets on Tuesdays, and she made a blue vase there"}}
+Memories: ["Visited Zorvath001 and loved its bakery", "Visited Zorvath002 and loved its bakery", "Visited Zorvath003 and loved its bakery"]
+Output: {{"summary": "Visited Zorvath001, Zorvath002 and Zorvath003 and loved their bakeries"}}
 
-Memories: ["用户喜欢喝绿茶", "用户每天早上喝一杯龙井"]
-Output: {{"summary": "用户喜欢喝绿茶，每天早上喝一杯龙井"}}"""
+Memories: ["Priya is allergic to peanuts", "Priya has a peanut allergy"]
+Output: {{"summary": "Priya is allergic to peanuts"}}
+
+Memories: ["用户去过深圳出差", "用户去过广州出差"]
+Output: {{"summary": "用户去过深圳和广州出差"}}"""
 
 
 def to_messages(ctx: ConsolidateContext) -> list[ChatMessage]:
@@ -73,8 +78,10 @@ def to_messages(ctx: ConsolidateContext) -> list[ChatMessage]:
 
 
 def to_summary(obj: dict[str, Any], ctx: ConsolidateContext) -> str:
-    """The validated summary, clipped to the bound."""
+    """The validated summary; one over the bound is refused, not clipped."""
     text = SummaryResponse.model_validate(obj).summary.strip()
     if not text:
         raise MalformedOutput("the summary is empty")
-    return bounded_join([text], ctx.max_chars)
+    if len(text) > ctx.max_chars:
+        raise MalformedOutput(f"the summary has {len(text)} chars, the bound is {ctx.max_chars}")
+    return text

@@ -6,10 +6,10 @@ import itertools
 import random
 from datetime import UTC, datetime, timedelta
 
-import numpy as np
 import pytest
 
 from core.capacity import Counters
+from core.compression import merged_text
 from core.consolidation import (
     admission_needs,
     bounded_join,
@@ -26,16 +26,7 @@ from schemas.memory import MemoryRecord
 
 S = Settings.model_construct()
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
-DIM = 16
 _n = itertools.count()
-
-
-def topic(k: int, noise: float = 0.0, seed: int = 0) -> np.ndarray:
-    v = np.zeros(DIM, dtype=np.float32)
-    v[k] = 1.0
-    if noise:
-        v += np.random.default_rng(seed).normal(0, noise, DIM).astype(np.float32)
-    return v
 
 
 def mem(text: str, **kw) -> MemoryRecord:
@@ -59,39 +50,61 @@ def mem(text: str, **kw) -> MemoryRecord:
     return MemoryRecord(**{**base, **kw})
 
 
-def plan(pairs, needs, settings=S, cause="t1"):
-    records = [r for r, _ in pairs]
-    vectors = np.stack([v for _, v in pairs])
-    return plan_consolidation(records, vectors, needs, NOW, settings, cause)
+def town(k: int, **kw) -> MemoryRecord:
+    return mem(f"I visited Zorvath{k:03d} and loved its bakery", **kw)
+
+
+def plan(records, needs, settings=S, cause="t1"):
+    return plan_consolidation(records, needs, NOW, settings, cause)
 
 
 def members(clusters) -> list[set[str]]:
     return [set(c.members) for c in clusters]
 
 
-def test_similar_memories_merge_unrelated_ones_stay():
-    a1, a2 = mem("likes green tea"), mem("enjoys green tea every day")
-    others = [(mem(f"fact number {k}"), topic(k)) for k in range(2, 8)]
-    pairs = [(a1, topic(0, 0.05, 1)), (a2, topic(0, 0.05, 2)), *others]
-    assert members(plan(pairs, {"app:chat": 1})) == [{a1.memory_id, a2.memory_id}]
-    # asking for more than links allow frees what it can; the rest is eviction's
-    assert members(plan(pairs, {"app:chat": 5})) == [{a1.memory_id, a2.memory_id}]
+UNRELATED = [
+    "I painted a sunrise last week",
+    "I joined a support group",
+    "I sang at a talent show",
+    "I bake sourdough bread every weekend",
+    "I work as a data engineer at Acme Corp",
+]
 
 
-def test_turns_of_one_session_link_even_when_unrelated():
-    b, c = mem("plays chess", source_session_id="s1"), mem("owns a kayak", source_session_id="s1")
-    d = mem("speaks Portuguese", source_session_id="s2")
-    pairs = [(b, topic(1)), (c, topic(2)), (d, topic(3)), (mem("x"), topic(4))]
-    assert members(plan(pairs, {"app:chat": 3})) == [{b.memory_id, c.memory_id}]
+def test_one_frame_merges_related_statements_of_one_session_stay():
+    towns = [town(k) for k in range(1, 4)]
+    session = [mem(t, source_session_id="s1") for t in UNRELATED]
+    clusters = plan([*session, *towns], {"app:chat": 5})
+    assert members(clusters) == [{m.memory_id for m in towns}]  # the rest is eviction's
+    (c,) = clusters
+    assert c.kind == "frame" and c.members == tuple(m.memory_id for m in towns)
+    assert c.text == "I visited Zorvath001, Zorvath002 and Zorvath003 and loved its bakery"
 
 
-def test_a_shared_rare_name_links_but_a_name_everyone_mentions_does_not():
-    z1 = mem("the bakery of Zorvath was great")
-    z2 = mem("we stayed two nights in Zorvath")
-    common = [mem(f"priya said thing {k} to Priya's friend Priya") for k in range(3)]
-    pairs = [(z1, topic(1)), (z2, topic(2)), *((m, topic(3 + k)) for k, m in enumerate(common))]
-    pairs += [(mem("alone"), topic(9)), (mem("also alone"), topic(10))]
-    assert members(plan(pairs, {"app:chat": 4})) == [{z1.memory_id, z2.memory_id}]
+def test_a_repeated_fact_merges_into_its_most_complete_telling():
+    a, b = mem("I love spicy ramen"), mem("i love spicy ramen!")
+    clusters = plan([a, b, *(mem(t) for t in UNRELATED)], {"app:chat": 1})
+    assert [(set(c.members), c.text, c.kind) for c in clusters] == [
+        ({a.memory_id, b.memory_id}, "i love spicy ramen!", "same")
+    ]
+
+
+def test_nothing_mergeable_plans_nothing_fast():
+    import time
+
+    verbs = "likes hates paints sells buys fixes cleans draws watches hides".split()
+    things = "the old blue kettle|a small wooden boat|the green garden chair|a tall glass lamp|"
+    things += "the heavy iron gate|a soft wool scarf|the cracked clay pot|a bright paper kite|"
+    things += "the quiet city park|a shiny brass bell|the long river path|a warm winter coat|"
+    things += "the sweet apple pie|a loud red whistle|the round oak table|a tiny silver key|"
+    things += "the dusty attic box|a fresh lemon cake|the broken bike lamp|a white linen shirt"
+    records = [mem(f"my sister {v} {t}") for v in verbs for t in things.split("|")]  # 200
+    started = time.perf_counter()
+    assert plan(records, {"app:chat": 20}) == []
+    assert time.perf_counter() - started < 0.5  # shapes are cached after the first pass
+    started = time.perf_counter()
+    assert plan(records, {"app:chat": 20}) == []
+    assert time.perf_counter() - started < 0.05
 
 
 @pytest.mark.parametrize(
@@ -108,78 +121,79 @@ def test_a_shared_rare_name_links_but_a_name_everyone_mentions_does_not():
     ],
 )
 def test_never_important_time_bound_or_across_scopes_owners_and_tags(other):
-    a = mem("likes green tea", source_session_id="s1")
-    b = mem("likes green tea a lot", source_session_id="s1", **other)
-    pairs = [(a, topic(0)), (b, topic(0))]
-    assert plan(pairs, {"app:chat": 1, "total": 1, "global": 1}) == []
+    a, b = town(1), town(2, **other)
+    assert plan([a, b], {"app:chat": 1, "total": 1, "global": 1}) == []
 
 
 def test_persona_agent_memories_never_merge():
     tags = {"persona": True}
-    a = mem("answers calmly", ownership=Ownership.AGENT, custom_tags=tags)
-    b = mem("answers very calmly", ownership=Ownership.AGENT, custom_tags=tags)
-    assert plan([(a, topic(0)), (b, topic(0))], {"app:chat": 1}) == []
+    a = mem("Answers calmly in German", ownership=Ownership.AGENT, custom_tags=tags)
+    b = mem("answers calmly in German", ownership=Ownership.AGENT, custom_tags=tags)
+    assert plan([a, b], {"app:chat": 1}) == []
 
 
 def test_total_merges_within_each_scope_never_across():
-    x = [mem(f"x fact {k}", app_id="x", source_session_id="sx") for k in range(3)]
-    y = [mem(f"y fact {k}", app_id="y", source_session_id="sy") for k in range(3)]
-    pairs = [(m, topic(k)) for k, m in enumerate(x + y)]
-    clusters = plan(pairs, {"total": 4})
+    x = [town(k, app_id="x") for k in range(3)]
+    y = [town(k, app_id="y") for k in range(3, 6)]
+    clusters = plan(x + y, {"total": 4})
     assert sum(len(c.members) - 1 for c in clusters) == 4
     for c in clusters:
-        apps = {m.app_id for m in x + y if m.memory_id in c.members}
-        assert len(apps) == 1
+        assert len({m.app_id for m in x + y if m.memory_id in c.members}) == 1
 
 
-def test_the_lowest_weights_merge_first():
-    low = [mem(f"low {k}", weight=0.3) for k in range(2)]
-    high = [mem(f"high {k}", weight=0.8) for k in range(2)]
-    pairs = [(low[0], topic(0)), (low[1], topic(0)), (high[0], topic(1)), (high[1], topic(1))]
-    pairs += [(mem(f"filler {k}"), topic(2 + k)) for k in range(4)]
-    assert members(plan(pairs, {"app:chat": 1})) == [{m.memory_id for m in low}]
+def test_the_biggest_then_the_lowest_weights_merge_first():
+    low = [mem(f"Ran {k} km on Monday with Priya", weight=0.3) for k in (5, 10)]
+    high = [mem(f"Swam {k} laps on Friday with Tom", weight=0.8) for k in (20, 30)]
+    assert members(plan(low + high, {"app:chat": 1})) == [{m.memory_id for m in low}]
+    three = [mem(f"Swam {k} laps on Friday with Tom", weight=0.9) for k in (40, 50, 60)]
+    assert members(plan(low + three, {"app:chat": 1})) == [{m.memory_id for m in three}]
 
 
 def test_planning_stops_once_enough_room_is_made():
-    same = [(mem(f"likes tea {k}", source_session_id="s"), topic(0, 0.01, k)) for k in range(6)]
-    clusters = plan(same, {"app:chat": 2})
-    assert sum(len(c.members) - 1 for c in clusters) == 2
+    towns = [town(k) for k in range(6)]
+    ramen = [mem("I love spicy ramen"), mem("I love spicy ramen.")]
+    clusters = plan(towns + ramen, {"app:chat": 2})
+    assert members(clusters) == [{m.memory_id for m in towns}]  # frees 5 ≥ 2: one merge
 
 
-def test_cluster_size_and_text_length_are_bounded():
-    same = [(mem(f"likes tea {k}", source_session_id="s"), topic(0, 0.01, k)) for k in range(7)]
+def test_sources_and_text_length_are_bounded():
+    towns = [town(k) for k in range(1, 8)]
     small = S.model_copy(update={"consolidation_max_cluster": 3})
-    assert all(len(c.members) <= 3 for c in plan(same, {"app:chat": 10}, small))
-    short = S.model_copy(update={"consolidation_max_chars": 40})
-    clusters = plan(same, {"app:chat": 10}, short)
-    assert clusters and all(
-        len("; ".join(["likes tea 0"] * len(c.members))) <= 40 for c in clusters
+    clusters = plan(towns, {"app:chat": 10}, small)
+    assert [len(c.members) for c in clusters] == [3, 3]  # the 7th alone frees nothing
+    short = S.model_copy(update={"consolidation_max_chars": 80})
+    clusters = plan(towns, {"app:chat": 10}, short)
+    assert clusters and all(len(c.text) <= 80 for c in clusters)
+    for c in clusters:
+        texts = [m.content for m in towns if m.memory_id in c.members]
+        assert len(c.text) <= 0.8 * sum(map(len, texts))
+    assert (
+        plan(towns, {"app:chat": 10}, S.model_copy(update={"consolidation_min_cluster": 8})) == []
     )
-    assert plan(same, {"app:chat": 10}, S.model_copy(update={"consolidation_min_cluster": 8})) == []
 
 
 def test_ids_are_deterministic_whatever_the_input_order():
-    same = [(mem(f"likes tea {k}", source_session_id="s"), topic(0, 0.01, k)) for k in range(5)]
-    first = plan(same, {"app:chat": 3})
-    shuffled = same[:]
+    towns = [town(k) for k in range(5)]
+    first = plan(towns, {"app:chat": 3})
+    shuffled = towns[:]
     random.Random(3).shuffle(shuffled)
     assert plan(shuffled, {"app:chat": 3}) == first
-    assert [c.memory_id for c in plan(same, {"app:chat": 3}, cause="t2")] != [
+    assert [c.memory_id for c in plan(towns, {"app:chat": 3}, cause="t2")] != [
         c.memory_id for c in first
     ]
     assert (
         merge_id(7, ["a", "b"], "t") == merge_id(7, ["b", "a"], "t") != merge_id(8, ["a", "b"], "t")
     )
     for c in first:  # members in time order
-        valid = [next(r.valid_at for r, _ in same if r.memory_id == m) for m in c.members]
+        valid = [next(r.valid_at for r in towns if r.memory_id == m) for m in c.members]
         assert valid == sorted(valid)
 
 
 def test_the_merged_memory_carries_all_sources_the_top_weight_and_the_earliest_time():
     t = NOW - timedelta(days=40)
-    early = mem("Priya started a pottery class.", valid_at=t, weight=0.6, weight_at=NOW)
+    early = mem("Visited Zorvath001 and loved its bakery", valid_at=t, weight=0.6, weight_at=NOW)
     mid = mem(
-        "Priya; her class meets on Tuesdays",
+        "Visited Zorvath002 and Zorvath003 and loved its bakery",
         valid_at=t + timedelta(days=1),
         weight=0.8,
         weight_at=NOW - timedelta(days=30),  # decayed to 0.8·8^(−1/3) = 0.4
@@ -189,12 +203,12 @@ def test_the_merged_memory_carries_all_sources_the_top_weight_and_the_earliest_t
         recall_count=2,
         last_recalled_at=NOW - timedelta(days=2),
     )
-    late = mem("She made a vase", valid_at=t + timedelta(days=2), weight=0.5, recall_count=1)
-    text = bounded_join([m.content for m in (early, mid, late)], 600)
+    late = mem("Visited Zorvath004 and loved its bakery", valid_at=t + timedelta(days=2),
+               weight=0.5, recall_count=1)  # fmt: skip
+    text, _ = merged_text([m.content for m in (early, mid, late)], 320)
     rec = merged_record([late, early, mid], "m_merged", text, NOW, S)
-    assert (
-        rec.content
-        == "Priya started a pottery class; Priya; her class meets on Tuesdays; She made a vase"
+    assert rec.content == (
+        "Visited Zorvath001, Zorvath002, Zorvath003 and Zorvath004 and loved its bakery"
     )
     assert rec.msg_ids == [early.source_msg_id, "a", "b", late.source_msg_id]
     assert rec.source_msg_id == early.source_msg_id and rec.source_msg_ids == rec.msg_ids
@@ -234,9 +248,13 @@ def test_high_water_needs_bring_a_crowded_dimension_to_the_low_water_mark():
 
 def test_a_merged_memory_brings_its_sources_to_the_cluster_bound():
     big = mem(
-        "likes tea; likes coffee", source_session_id="s", source_msg_ids=[f"x{k}" for k in range(7)]
+        "I visited Zorvath001, Zorvath002 and Zorvath003 and loved its bakery",
+        source_msg_ids=[f"x{k}" for k in range(7)],
     )
-    pair = [mem(f"likes tea {k}", source_session_id="s") for k in range(2)]
-    pairs = [(big, topic(0)), (pair[0], topic(0, 0.01, 1)), (pair[1], topic(0, 0.01, 2))]
-    clusters = plan(pairs, {"app:chat": 2})
+    pair = [town(k) for k in (4, 5)]
+    small = S.model_copy(update={"consolidation_max_cluster": 8})
+    clusters = plan([big, *pair], {"app:chat": 2}, small)
     assert members(clusters) == [{p.memory_id for p in pair}]  # 7 + 2 sources > 8
+    clusters = plan([big, *pair], {"app:chat": 2})  # 32 by default: the list grows
+    assert members(clusters) == [{big.memory_id, *(p.memory_id for p in pair)}]
+    assert clusters[0].text.startswith("I visited Zorvath001, Zorvath002, Zorvath003, Zorvath004")

@@ -1,4 +1,4 @@
-"""``summarize`` for consolidation: the prompt (pure), the LLM on the wire, the rules join."""
+"""``summarize`` for consolidation: the prompt (pure), the LLM on the wire, the rules' compression."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from models.llm.rules import RulesLLM
 from models.prompts import consolidate
 
 MEMBERS = [
-    "Priya started a pottery class on 2023-05-07",
-    "Priya's pottery class meets on Tuesdays",
-    "Priya made a blue vase",
+    "Priya went to a pottery class on 2023-05-07",
+    "Priya went to a pottery class on 2023-05-14",
+    "Priya went to a pottery class on 2023-05-21",
 ]
 
 
@@ -32,18 +32,20 @@ def test_the_prompt_lists_the_members_in_order_and_names_the_bound():
     assert consolidate.VERSION
 
 
-def test_to_summary_clips_to_the_bound_and_refuses_an_empty_one():
+def test_to_summary_refuses_one_over_the_bound_and_an_empty_one():
     ctx = consolidate.build_context(MEMBERS, 20)
-    assert len(consolidate.to_summary({"summary": "x" * 50}, ctx)) == 20
+    assert consolidate.to_summary({"summary": "x" * 20}, ctx) == "x" * 20
+    with pytest.raises(MalformedOutput, match="50 chars, the bound is 20"):
+        consolidate.to_summary({"summary": "x" * 50}, ctx)  # never clipped: values lost
     with pytest.raises(MalformedOutput):
         consolidate.to_summary({"summary": "   "}, ctx)
 
 
 def test_an_llm_summarizes_on_the_wire_and_is_asked_again_once(scripted):
     scripted.push_chat("not json at all")
-    scripted.push_chat({"summary": "Priya started pottery on 2023-05-07; Tuesdays; a blue vase"})
+    scripted.push_chat({"summary": "Priya went to pottery on 2023-05-07, 05-14 and 05-21"})
     text = make_llm(scripted.url).summarize(MEMBERS, 200)
-    assert text == "Priya started pottery on 2023-05-07; Tuesdays; a blue vase"
+    assert text == "Priya went to pottery on 2023-05-07, 05-14 and 05-21"
     assert len(scripted.requests) == 2
     assert all(m in scripted.sent_text(0) for m in MEMBERS)
 
@@ -53,6 +55,15 @@ def test_one_member_needs_no_call(scripted):
     assert scripted.requests == []
 
 
-def test_rules_join_the_members_bounded():
-    assert RulesLLM().summarize(MEMBERS, 600) == "; ".join(MEMBERS)
-    assert len(RulesLLM().summarize(MEMBERS, 40)) == 40
+def test_rules_compress_the_same_frame_and_refuse_what_is_merely_related():
+    merged = "Priya went to a pottery class on 2023-05-07, 2023-05-14 and 2023-05-21"
+    assert RulesLLM().summarize(MEMBERS, 320) == merged
+    assert RulesLLM().summarize(["用户去过深圳出差", "用户去过广州出差"], 320) == (
+        "用户去过深圳和广州出差"
+    )
+    with pytest.raises(MalformedOutput, match="not merged"):
+        RulesLLM().summarize(MEMBERS, 40)  # the list does not fit: no clipped text
+    related = ["Priya started a pottery class", "Priya made a blue vase"]
+    with pytest.raises(MalformedOutput, match="not merged"):
+        RulesLLM().summarize(related, 320)  # related is not the same: never joined
+    assert RulesLLM().summarize(["Priya made a vase"], 320) == "Priya made a vase"
