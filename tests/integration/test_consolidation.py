@@ -1,5 +1,7 @@
 """Consolidation before eviction through real Kafka: a scope told 3× its capacity, and the
-scheduled consolidation of a scope above the high-water mark (DESIGN §7)."""
+scheduled consolidation of a scope above the high-water mark (DESIGN §7). A merge
+compresses: only the same frame with other values (or the same fact repeated) merges,
+into a text shorter than its members together and within ``consolidation_max_chars``."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import threading
 
 import pytest
 
+from core.compression import MARGIN
+from core.sameness import specifics
 from dataflows.ingest.flow import build_flow
 from dataflows.lifecycle.highwater import crowded_users
 from dataflows.lifecycle.scan import run_pass
@@ -103,6 +107,18 @@ SESSIONS = [
 ]
 
 
+BAKERIES = [f"I visited Zorvath{k:03d} and loved its bakery." for k in range(1, 19)]
+POOLS = [f"I swam {k} laps at the Marlow pool with Priya." for k in range(10, 130, 10)]
+
+
+def _told() -> list[list[str]]:
+    """Six sessions of ten unrelated facts, each with three towns and two pool visits."""
+    return [
+        texts + BAKERIES[3 * n : 3 * n + 3] + POOLS[2 * n : 2 * n + 2]
+        for n, texts in enumerate(SESSIONS)
+    ]
+
+
 @pytest.fixture(scope="module")
 def small(settings, stores, runtime):
     """An ingest flow on its own topics whose runtime gives APP a capacity of 20.
@@ -158,10 +174,10 @@ def _recalled_msg_ids(api, user_id: int, query: str) -> set[str]:
     return {mid for m in resp["data"]["memories"] for mid in m["source"]["msg_ids"]}
 
 
-def test_a_scope_told_three_times_its_capacity_merges_first_and_loses_no_source(
+def test_a_scope_told_three_times_its_capacity_compresses_and_keeps_every_source(
     small, api, user_id
 ) -> None:
-    events = [_event(user_id, n, texts) for n, texts in enumerate(SESSIONS)]
+    events = [_event(user_id, n, texts) for n, texts in enumerate(_told())]
     for e in events:
         small.stores.kafka.produce_json(
             small.stores.kafka.topic("memory.conversations"), str(user_id), e
@@ -183,29 +199,40 @@ def test_a_scope_told_three_times_its_capacity_merges_first_and_loses_no_source(
     active = [m for m in everything if m.status is Status.ACTIVE]
     assert 0 < len(active) <= CAPACITY
     assert all(m.app_id == APP and m.level is Level.APP for m in everything)
+    bound = small.settings.consolidation_max_chars
+    assert bound <= 320 and all(len(m.content) <= bound for m in everything)
     changes = _changes(small, user_id)
     ops = [c[1] for c in changes]
     assert ops.count("ADD") >= 3 * CAPACITY  # three times what the scope holds was said
-    assert "ARCHIVE" not in ops and "DELETE" not in ops  # merging made all the room
 
     by_id = {m.memory_id: m for m in everything}
     merges = [c for c in changes if c[1] == "MERGE"]
     assert merges and all(c[0] in by_id for c in merges)  # each names a stored memory
-    assert all("(joined)" in c[2] for c in merges)  # rules: the members' texts, joined
-    members = [m for m in everything if m.status is Status.SUPERSEDED]
-    assert members and len({c[0] for c in merges}) == len(merges)  # one MERGE row per merge
-    for m in members:
-        merged = by_id[m.superseded_by]
-        assert m.invalid_at is not None and set(m.msg_ids) <= set(merged.msg_ids)
-        assert any(c[0] == merged.memory_id and m.memory_id in c[2] for c in merges)
+    assert len({c[0] for c in merges}) == len(merges)  # one MERGE row per merge
+    assert all("(frame)" in c[2] or "(same)" in c[2] for c in merges), merges
+    members = [m for m in everything if m.status is Status.SUPERSEDED and m.superseded_by]
+    merged_ids = {c[0] for c in merges}
+    members = [m for m in members if m.superseded_by in merged_ids]
+    assert members
+    for merge_row in merges:
+        merged = by_id[merge_row[0]]
+        own = [m for m in members if m.superseded_by == merged.memory_id]
+        assert len(own) >= 2 and all(m.memory_id in merge_row[2] for m in own)
+        # a compression: shorter than its members together by a real margin
+        assert len(merged.content) <= MARGIN * sum(len(m.content) for m in own)
+        # about one thing: all towns or all pool visits, never a related statement joined
+        topics = {("bakery" in m.content, "laps" in m.content) for m in own}
+        assert topics in ({(True, False)}, {(False, True)}), [m.content for m in own]
+        # sources kept, every member's names, numbers and dates findable in it
+        for m in own:
+            assert m.invalid_at is not None and set(m.msg_ids) <= set(merged.msg_ids)
+            assert all(s in merged.content.casefold() for s in specifics(m.content))
 
-    said = {mid for m in everything for mid in m.msg_ids}
-    assert said == {mid for m in active for mid in m.msg_ids}  # every source is still active
-    for e in events:
-        for msg in e["messages"]:
-            if msg["msg_id"] in said:
-                found = _recalled_msg_ids(api, user_id, msg["content"])
-                assert msg["msg_id"] in found, msg
+    # a merged memory that is still active is found by each of its members' turns
+    turns = {msg["msg_id"]: msg["content"] for e in events for msg in e["messages"]}
+    for merged in [m for m in active if m.memory_id in merged_ids]:
+        for mid in merged.msg_ids[:4]:
+            assert mid in _recalled_msg_ids(api, user_id, turns[mid]), turns[mid]
 
     # the history of a member shows the chain to its merged memory and the MERGE row
     member = members[0]
@@ -220,7 +247,8 @@ def test_a_scope_told_three_times_its_capacity_merges_first_and_loses_no_source(
 def test_the_lifecycle_pass_merges_a_scope_above_the_high_water_mark(
     small, runtime, user_id
 ) -> None:
-    texts = [t.rstrip(".") for t in SESSIONS[3][:9] + SESSIONS[4][:9]]  # 18 of 20: above 80 %
+    # 18 of 20: above 80 %; five towns make one merge freeing 4 (18 → 14, 70 %)
+    texts = [t.rstrip(".") for t in BAKERIES[:5] + SESSIONS[3][:7] + SESSIONS[4][:6]]
     records = [
         record(
             user_id,
@@ -250,6 +278,11 @@ def test_the_lifecycle_pass_merges_a_scope_above_the_high_water_mark(
     active = [m for m in everything if m.status is Status.ACTIVE]
     assert len(active) == 14
     assert {mid for m in active for mid in m.msg_ids} == {f"lc-{i}" for i in range(18)}
+    (merged,) = [m for m in active if len(m.msg_ids) > 1]
+    assert merged.content == (
+        "I visited Zorvath001, Zorvath002, Zorvath003, Zorvath004 and Zorvath005 and loved "
+        "its bakery"
+    )
     merges = [c for c in _changes(small, user_id) if c[1] == "MERGE"]
     assert len(merges) == summary["consolidated"]
     assert all(c[3] == f"lifecycle@{T0.isoformat()}" for c in merges)
@@ -259,40 +292,55 @@ def test_the_lifecycle_pass_merges_a_scope_above_the_high_water_mark(
     assert again["consolidated"] == 0 and again["failed_commands"] == 0
 
 
-def test_with_an_llm_the_merged_text_is_its_summary_and_a_failing_model_joins(
+def test_with_an_llm_the_merged_text_is_its_summary_and_a_failing_model_uses_the_plan(
     small, user_id
 ) -> None:
-    texts = [t.rstrip(".") for t in SESSIONS[0][:9] + SESSIONS[1][:9]]
+    # 18 of 20: three towns, three pool visits, twelve unrelated; 4 to free → two merges
+    bakery = [t.rstrip(".") for t in BAKERIES[:3]]
+    pools = [t.rstrip(".") for t in POOLS[:3]]
+    others = [t.rstrip(".") for t in SESSIONS[0][:6] + SESSIONS[1][:6]]
+    named = [("a", t) for t in bakery] + [("b", t) for t in pools] + [("c", t) for t in others]
     seed(
         small,
         *(
-            record(user_id, t, level=Level.APP, app_id=APP, source_session_id=f"s{i // 9}")
-            for i, t in enumerate(texts)
+            record(
+                user_id,
+                t,
+                memory_id=f"m_llm_{user_id}_{tag}{i:02d}",  # the towns' merge is asked first
+                level=Level.APP,
+                app_id=APP,
+                source_session_id=f"s{i // 9}",
+            )
+            for i, (tag, t) in enumerate(named)
         ),
     )
     counted = _llm_counts()
+    summary_text = "I visited Zorvath001, Zorvath002 and Zorvath003, loving each bakery"
     with scripted_server() as script:
         llm = OpenAILLM(script.url, model="scripted", timeout_s=5, max_retries=0, backoff_s=0)
-        few = small.settings.model_copy(update={"consolidation_max_cluster": 3})
-        rt = dataclasses.replace(small, llm=llm, settings=few)  # 4 to free: 2+ merges
-        script.push_chat({"summary": "SUMMARY: food and work habits"})  # then only errors
+        rt = dataclasses.replace(small, llm=llm)
+        script.push_chat({"summary": summary_text})  # then only errors
         summary = run_pass(rt, T0, DirectVia(rt), users=[user_id])
-    assert summary["failed_commands"] == 0 and summary["consolidated"] >= 1, summary
+    assert summary["failed_commands"] == 0 and summary["consolidated"] == 2, summary
     merges = {c[0]: c[2] for c in _changes(small, user_id) if c[1] == "MERGE"}
-    merged = [m for m in small.memories.load(user_id, tenant="default") if m.memory_id in merges]
-    summarized = [m for m in merged if m.content == "SUMMARY: food and work habits"]
-    assert len(merged) >= 2 and len(summarized) == 1
-    assert "summarized by" in merges[summarized[0].memory_id]
-    for m in merged:
-        if m is not summarized[0]:
-            assert "joined (LLMUnavailable" in merges[m.memory_id] and "; " in m.content
-    # /metrics: one summary made, every other merge a failed call degraded to a join
+    merged = {
+        m.memory_id: m
+        for m in small.memories.load(user_id, tenant="default")
+        if m.memory_id in merges
+    }
+    by_text = {m.content: m for m in merged.values()}
+    assert set(by_text) == {
+        summary_text,
+        "I swam 10, 20 and 30 laps at the Marlow pool with Priya",  # the plan's text
+    }
+    assert "summarized by" in merges[by_text[summary_text].memory_id]
+    planned = merges[by_text["I swam 10, 20 and 30 laps at the Marlow pool with Priya"].memory_id]
+    assert "(frame, LLMUnavailable" in planned
+    # /metrics: one summary made, the other merge a failed call degraded to the plan
     moved = {k: v - counted[k] for k, v in _llm_counts().items()}
-    assert moved["consolidations"] == len(merged)
-    stored = small.memories.load(user_id, tenant="default")
-    assert moved["members"] == sum(1 for m in stored if m.status is Status.SUPERSEDED)
-    assert moved["ok"] == 1 and moved["error"] == moved["degraded"] == len(merged) - 1
-    assert moved["unavailable"] == len(merged) - 1
+    assert moved["consolidations"] == 2 and moved["members"] == 6
+    assert moved["ok"] == 1 and moved["error"] == moved["degraded"] == 1
+    assert moved["unavailable"] == 1
 
 
 def _llm_counts() -> dict[str, float]:
