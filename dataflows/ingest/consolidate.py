@@ -120,7 +120,7 @@ def _text(rt: Runtime, cluster: Cluster, members: list[MemoryRecord]) -> tuple[s
         return cluster.text, f"{cluster.kind}, {type(exc).__name__}: {str(exc)[:120]}"
     if text == cluster.text:
         return text, cluster.kind
-    refused = _refusal(text, texts, bound)
+    refused = summary_refusal(text, texts, bound)
     if refused:
         metrics.DEGRADED_SUMMARIZE.inc()
         log.warning("summary refused", extra=log_fields(reason=refused))
@@ -128,7 +128,7 @@ def _text(rt: Runtime, cluster: Cluster, members: list[MemoryRecord]) -> tuple[s
     return text, f"summarized by {rt.llm.name}"
 
 
-def _refusal(text: str, texts: list[str], bound: int) -> str | None:
+def summary_refusal(text: str, texts: list[str], bound: int) -> str | None:
     """Why a summary is no compression of ``texts`` (None: it is one)."""
     if not compresses(text, texts, bound):
         return f"{len(text)} chars for {sum(len(t) for t in texts)} (bound {bound})"
