@@ -12,8 +12,9 @@ one thing. So only two kinds of memories merge, both decided on tokens, not cosi
   in Chinese the words jieba tags as names, places, organisations, numerals or times),
   possibly already a list ("Zorvath001, Zorvath002 and Zorvath003"). The merged text is
   the frame once with every member's value listed: "visited Zorvath001, Zorvath002 and
-  Zorvath003 and loved its bakery". A frame needs two content words besides the slot,
-  and a slot never starts a Latin sentence (a capitalized first word is no name).
+  Zorvath003 and loved its bakery". A frame needs two content words besides the slot
+  and the subject ("User lives in Berlin" / "… Lisbon" is a move, not a list), and a
+  slot never starts a Latin sentence (a capitalized first word is no name).
 
 Anything else — statements that are merely related, or share a session — is not merged.
 A merge is accepted only when its text fits ``max_chars`` and is at most
@@ -32,7 +33,8 @@ from core.lexical import STOPWORDS, tokenize
 from core.sameness import cjk_words, latin_specific
 
 MARGIN = 0.8  # a merged text is at most 80 % of its members' texts together
-MIN_FRAME_WORDS = 2  # content words a frame needs besides its slot
+MIN_FRAME_WORDS = 2  # content words a frame needs besides its slot and its subject
+_SUBJECTS = frozenset({"user", "assistant", "用户", "助手"})  # the extractor's subjects
 SAME = "same"
 FRAME = "frame"
 
@@ -44,6 +46,7 @@ _TOKENS = re.compile(
     r"|(?P<sep>[,、，])"
 )
 _CONNECTORS = frozenset({",", "、", "，", "and", "和", "及", "与"})
+_NOT_FRAME_WORDS = STOPWORDS | _CONNECTORS | _SUBJECTS
 _CJK_VALUE_FLAGS = ("nr", "ns", "nt", "nz", "m", "t")
 _NEGATIONS = frozenset("not no never nor cannot n't 不 没 没有 未 别 无 非".split())
 _NEG_HAN = re.compile(r"[不没未别无非]")
@@ -164,7 +167,7 @@ def _frames(text: str, tokens: list[Token]) -> dict[tuple, tuple[int, int]]:
         start, i = i, last + 1
         prefix = tuple(t.norm for t in tokens[:start])
         suffix = tuple(t.norm for t in tokens[last + 1 :])
-        words = [w for w in prefix + suffix if w not in STOPWORDS and w not in _CONNECTORS]
+        words = [w for w in prefix + suffix if w not in STOPWORDS | _CONNECTORS | _SUBJECTS]
         if len(words) >= MIN_FRAME_WORDS:
             out[(prefix, suffix)] = (tokens[start].start, tokens[last].end)
     return out

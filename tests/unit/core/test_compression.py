@@ -78,6 +78,8 @@ def test_the_same_fact_repeated_becomes_its_most_complete_telling(texts):
         ["Loves green tea", "Hates green tea"],
         ["Priya loves tea", "Tomas loves tea"],
         ["I visited Paris", "I visited Rome"],
+        ["User lives in Berlin", "User lives in Lisbon"],
+        ["用户住在深圳", "用户住在广州"],
         # two slots differ: two facts
         ["Flew to Osaka on 2024-05-01", "Flew to Lima on 2024-06-01"],
     ],
