@@ -48,6 +48,9 @@ _TOKENS = re.compile(
 _CONNECTORS = frozenset({",", "、", "，", "and", "和", "及", "与"})
 _NOT_FRAME_WORDS = STOPWORDS | _CONNECTORS | _SUBJECTS
 _CJK_VALUE_FLAGS = ("nr", "ns", "nt", "nz", "m", "t")
+# A bare quantity (3, 2019, 3pm, 10km, 5.5, 12:30): "has 3 kids" / "has 4 kids" is a
+# change of state, and "has 3 and 4 kids" would misstate both; full dates and names list.
+_QUANTITY = re.compile(r"\d+(?:[.,:]\d+)*[^\W\d_]{0,3}")
 _NEGATIONS = frozenset("not no never nor cannot n't 不 没 没有 未 别 无 非".split())
 _NEG_HAN = re.compile(r"[不没未别无非]")
 # splits a slot that is already a list; a comma before a year stays ("May 7, 2023")
@@ -165,6 +168,8 @@ def _frames(text: str, tokens: list[Token]) -> dict[tuple, tuple[int, int]]:
             if value[j]:
                 last = j
         start, i = i, last + 1
+        if all(_QUANTITY.fullmatch(t.norm) for t in tokens[start : last + 1] if t.value):
+            continue  # counts, years, times: another value is a changed state, not a list
         prefix = tuple(t.norm for t in tokens[:start])
         suffix = tuple(t.norm for t in tokens[last + 1 :])
         words = [w for w in prefix + suffix if w not in STOPWORDS | _CONNECTORS | _SUBJECTS]

@@ -82,6 +82,12 @@ def test_the_same_fact_repeated_becomes_its_most_complete_telling(texts):
         ["用户住在深圳", "用户住在广州"],
         # two slots differ: two facts
         ["Flew to Osaka on 2024-05-01", "Flew to Lima on 2024-06-01"],
+        # another count, year or time is a changed state, not a list
+        ["User has 3 kids", "User has 4 kids"],
+        ["User moved to Porto in 2019", "User moved to Porto in 2021"],
+        ["The meeting is at 3pm on Friday", "The meeting is at 4pm on Friday"],
+        ["User runs 5 km every morning", "User runs 10 km every morning"],
+        ["我每天跑5公里", "我每天跑10公里"],
     ],
 )  # fmt: skip
 def test_merely_related_or_different_statements_never_merge(texts):

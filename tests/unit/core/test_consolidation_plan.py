@@ -142,10 +142,10 @@ def test_total_merges_within_each_scope_never_across():
 
 
 def test_the_biggest_then_the_lowest_weights_merge_first():
-    low = [mem(f"Ran {k} km on Monday with Priya", weight=0.3) for k in (5, 10)]
-    high = [mem(f"Swam {k} laps on Friday with Tom", weight=0.8) for k in (20, 30)]
+    low = [mem(f"Ran 5 km on Monday with {k}", weight=0.3) for k in ("Priya", "Ana")]
+    high = [mem(f"Swam 20 laps on Friday with {k}", weight=0.8) for k in ("Tom", "Li")]
     assert members(plan(low + high, {"app:chat": 1})) == [{m.memory_id for m in low}]
-    three = [mem(f"Swam {k} laps on Friday with Tom", weight=0.9) for k in (40, 50, 60)]
+    three = [mem(f"Swam 20 laps on Friday with {k}", weight=0.9) for k in ("Bo", "Kai", "Max")]
     assert members(plan(low + three, {"app:chat": 1})) == [{m.memory_id for m in three}]
 
 
