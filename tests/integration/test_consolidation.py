@@ -108,7 +108,9 @@ SESSIONS = [
 
 
 BAKERIES = [f"I visited Zorvath{k:03d} and loved its bakery." for k in range(1, 19)]
-POOLS = [f"I swam {k} laps at the Marlow pool with Priya." for k in range(10, 130, 10)]
+FRIENDS = ("Priya", "Tomas", "Ana", "Keiko", "Omar", "Lena", "Ravi", "Mia", "Sven", "Noor",
+           "Ines", "Yusuf")  # fmt: skip
+POOLS = [f"I swam 20 laps at the Marlow pool with {f}." for f in FRIENDS]
 
 
 def _told() -> list[list[str]]:
@@ -331,10 +333,12 @@ def test_with_an_llm_the_merged_text_is_its_summary_and_a_failing_model_uses_the
     by_text = {m.content: m for m in merged.values()}
     assert set(by_text) == {
         summary_text,
-        "I swam 10, 20 and 30 laps at the Marlow pool with Priya",  # the plan's text
+        "I swam 20 laps at the Marlow pool with Priya, Tomas and Ana",  # the plan's text
     }
     assert "summarized by" in merges[by_text[summary_text].memory_id]
-    planned = merges[by_text["I swam 10, 20 and 30 laps at the Marlow pool with Priya"].memory_id]
+    planned = merges[
+        by_text["I swam 20 laps at the Marlow pool with Priya, Tomas and Ana"].memory_id
+    ]
     assert "(frame, LLMUnavailable" in planned
     # /metrics: one summary made, the other merge a failed call degraded to the plan
     moved = {k: v - counted[k] for k, v in _llm_counts().items()}
