@@ -230,13 +230,28 @@ def _run_embed(args: argparse.Namespace) -> int:
 def _add_quality(sub: Any) -> None:
     p = sub.add_parser(
         "quality",
-        help="memory quality: evidence recall@k per question type vs raw-turn baselines",
+        help="memory quality: evidence recall@k and at context budgets vs raw-turn baselines",
         description="Generate seeded two-person chats (English and Chinese) with "
-        "evidence-labelled questions, ingest them through Kafka, ask through "
-        "POST /memory/v1/recall, and score memstream next to BM25 and dense search over "
-        "the raw turns of the same data.",
+        "evidence-labelled questions (or replay RealMem / MADial-Bench: --dataset), ingest "
+        "them, ask through POST /memory/v1/recall, and score memstream next to BM25, dense "
+        "and their RRF hybrid over the raw texts of the same data: recall@k, evidence "
+        "recall at 500 / 1,000 / 2,000 / 4,000 characters and the characters of the top 10.",
     )
-    p.add_argument("--users", type=_positive, default=20)
+    p.add_argument(
+        "--dataset",
+        choices=("generated", "realmem", "madial-zh", "madial-en"),
+        default="generated",
+        help="generated (seeded chats, default) or public data from --datasets-dir: realmem "
+        "(sessions through Kafka, each question asked after exactly the sessions before it), "
+        "madial-zh / madial-en (dated memories via add_structured, the dialogue as query)",
+    )
+    p.add_argument("--datasets-dir", type=Path, default=None,
+                   help="where realmem/ and madial-bench/ are (default: shared/datasets "
+                   "beside the repository)")  # fmt: skip
+    p.add_argument("--limit", type=_positive, default=None,
+                   help="a quick size: realmem the first N sessions of every persona, "
+                   "madial the first N dialogues (default: all)")  # fmt: skip
+    p.add_argument("--users", type=_positive, default=20, help="generated only")
     p.add_argument("--sessions", type=_positive, default=20, help="per user (default 20)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--lang", choices=("en", "zh", "both"), default="both",
@@ -262,6 +277,8 @@ def _run_quality(args: argparse.Namespace) -> int:
         print(f"bench quality: {exc}", file=sys.stderr)
         return 2
     started = datetime.now(UTC)
+    if args.dataset != "generated":
+        return _run_replay(args, old, started)
     print(
         f"bench quality: {args.users} users x {args.sessions} sessions, lang {args.lang}, "
         f"capacity {args.capacity} ...",
@@ -280,6 +297,32 @@ def _run_quality(args: argparse.Namespace) -> int:
     folder = bench_report.finish(args, {"quality": result}, old, started)
     summary = {k: v for k, v in result.items() if k != "questions"}  # per question: the file
     _print_json(summary, folder)
+    ingest = result["ingest"]
+    return 1 if ingest["missing_tasks"] or ingest["failed_tasks"] else 0
+
+
+def _run_replay(args: argparse.Namespace, old: Any, started: datetime) -> int:
+    from ops import quality_madial, quality_realmem
+    from ops.quality_real import DatasetError, default_dir
+    from ops.quality_replay import bench_replay
+    from ops.quality_report import replay_table
+
+    root = args.datasets_dir or default_dir()
+    try:
+        if args.dataset == "realmem":
+            data = quality_realmem.load(root, args.limit)
+        else:
+            data = quality_madial.load(root, args.dataset.removeprefix("madial-"), args.limit)
+    except DatasetError as exc:
+        print(f"bench quality: {exc}", file=sys.stderr)
+        return 2
+    print(f"bench quality: dataset {args.dataset} from {root}, {len(data.users)} users, "
+          f"{len(data.questions)} questions, capacity {args.capacity} ...",
+          file=sys.stderr, flush=True)  # fmt: skip
+    result = bench_replay(get_settings(), data, capacity=args.capacity, limit=args.limit)
+    print(replay_table(result), file=sys.stderr)
+    folder = bench_report.finish(args, {"quality": result}, old, started)
+    _print_json({k: v for k, v in result.items() if k != "questions"}, folder)
     ingest = result["ingest"]
     return 1 if ingest["missing_tasks"] or ingest["failed_tasks"] else 0
 

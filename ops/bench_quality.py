@@ -15,7 +15,9 @@ channel alone) — over the same ingested store: between passes the bench switch
 ``recall_fusion`` on the in-process ``Services`` (the API has no such knob). Deleted
 questions come last: the bench deletes (``POST /memory/v1/delete``) every memory
 whose sources hold the turn, then asks. The same questions go to two raw-turn
-baselines (``ops.quality_baselines``); the scores are ``ops.quality_metrics``.
+baselines (``ops.quality_baselines``: bm25, dense and their RRF hybrid); the scores are
+``ops.quality_metrics``, with evidence recall at context budgets (``ops.quality_budget``).
+Every system answers ``DEPTH`` (50) deep so that the 4,000-character budget can fill.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from ops.bench_env import BenchStack, bench_stack, percentiles
 from ops.bench_ingest import send_events, start_ingest, wait_done
 from ops.bench_sampler import ProcSampler
 from ops.quality_ask import APP, TOP_K, answer_all, sources
-from ops.quality_baselines import Answer
+from ops.quality_baselines import DEPTH, Answer
+from ops.quality_budget import BUDGETS
 from ops.quality_data import TYPES, Dataset, generate
 from schemas.enums import Status
 from schemas.tenants import DEFAULT_TENANT
@@ -74,7 +77,7 @@ def _ingest(env: BenchStack, data: Dataset) -> dict[str, Any]:
 def _system(data: Dataset, answers: dict[str, Answer]) -> dict[str, Any]:
     """Every metric of one system over its answers."""
     rows = [(q.lang, q.type, quality_metrics.score(q.type, q.evidence, q.stale,
-                                                   answers[q.qid].ranked))
+                                                   answers[q.qid].ranked, answers[q.qid].contents))
             for q in data.questions() if q.qid in answers]  # fmt: skip
     out = quality_metrics.summarize(rows)
     out["recalled_chars_mean"] = quality_metrics.recalled_chars(
@@ -129,10 +132,10 @@ def bench_quality(
             by_mode, at_default, deleted = answer_all(env, data, stored)
         finally:
             flow.stop()
-        _say("raw-turn baselines (bm25, dense)")
+        _say("raw-turn baselines (bm25, dense, hybrid)")
         started = time.monotonic()
-        base = {"bm25": quality_baselines.bm25(data)}
-        base["dense"] = quality_baselines.dense(data, env.runtime.embedder)
+        docs, asks = quality_baselines.generated(data)
+        base = quality_baselines.rank(docs, asks, env.runtime.embedder)
         baseline_s = time.monotonic() - started
         s = env.settings
     fusion, *others = list(by_mode)
@@ -155,7 +158,8 @@ def bench_quality(
             "users": users, "sessions": sessions, "seed": seed, "lang": lang,
             "capacity": capacity, "capacity_per_app": s.capacity_per_app, "fusion": fusion,
             "capacity_global": s.capacity_global, "capacity_total": s.capacity_total,
-            "app_id": APP, "top_k": TOP_K, "min_relevance": 0.0,
+            "app_id": APP, "top_k": TOP_K, "depth": DEPTH, "min_relevance": 0.0,
+            "budgets": list(BUDGETS),
             "embedder": env.runtime.embedder.name, "llm": env.runtime.llm.name,
             "turns": len(data.turns()), "content_turns": sum(t.is_content for t in data.turns()),
             "questions": {t: sum(q.type == t for q in questions) for t in TYPES},

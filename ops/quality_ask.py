@@ -21,12 +21,12 @@ import httpx
 from core.ranking import FUSIONS
 from ops.bench_env import BenchStack
 from ops.bench_recall import serve_api
-from ops.quality_baselines import Answer
+from ops.quality_baselines import DEPTH, Answer
 from ops.quality_data import Dataset, Question
 from schemas.enums import Status
 
 APP = "bench"
-TOP_K = 10
+TOP_K = 10  # the scored k; every recall asks ``DEPTH`` (50) deep for the budget figures
 
 
 def sources(record: Any) -> list[str]:
@@ -38,7 +38,7 @@ def sources(record: Any) -> list[str]:
 
 
 def ask(client: httpx.Client, url: str, q: Question, min_relevance: float | None) -> Answer:
-    body: dict[str, Any] = {"user_id": q.user_id, "query": q.query, "top_k": TOP_K,
+    body: dict[str, Any] = {"user_id": q.user_id, "query": q.query, "top_k": DEPTH,
                             "scope": {"include_global": True, "app_id": APP}}  # fmt: skip
     if min_relevance is not None:
         body["min_relevance"] = min_relevance

@@ -11,8 +11,11 @@ several for a consolidated one). Per question, with E the evidence ids:
 - deleted: ``leak`` — the deleted turn's id is still among the top 10 (recall@k of a
   deleted question is not a goal and is left out of every mean).
 
-``summarize`` averages per type, per language and overall (overall: the recall metrics
-of every type but deleted); ``ratios`` divides one system's summary by another's, metric by metric.
+With the results' contents, also evidence recall at 500 / 1,000 / 2,000 / 4,000 characters
+and the characters of the top 10 (``ops.quality_budget``: what an agent pays for).
+
+``summarize`` averages per type, per language and overall (overall: the recall and budget
+metrics of every type but deleted); ``ratios`` divides one system's summary by another's, metric by metric.
 ``paired`` counts, per language, the questions where one system's recall@10 beat
 another's, lost or tied: the systems answer the same questions over the same store, so
 these counts separate a real difference from the run-to-run noise of the means (the
@@ -23,6 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from ops.quality_budget import KEYS as BUDGET
+from ops.quality_budget import budget_scores
 
 Ranked = Sequence[Sequence[str]]  # results, best first; each: its source msg_ids
 KS = (1, 5, 10)
@@ -43,13 +49,22 @@ def first_rank(ids: Iterable[str], ranked: Ranked) -> int | None:
     return next((r for r, result in enumerate(ranked) if wanted & set(result)), None)
 
 
-def score(kind: str, evidence: Sequence[str], stale: Sequence[str], ranked: Ranked) -> dict:
-    """The metrics of one answered question (see the module docstring)."""
+def score(
+    kind: str,
+    evidence: Sequence[str],
+    stale: Sequence[str],
+    ranked: Ranked,
+    contents: Sequence[str] | None = None,
+) -> dict:
+    """The metrics of one answered question (see the module docstring); with the
+    results' ``contents`` also the context-budget figures of ``ops.quality_budget``."""
     top = ranked[:10]
     if kind == "deleted":
         return {"leak": float(first_rank(evidence, top) is not None)}
     out = {f"recall@{k}": recall_at(evidence, top, k) for k in KS}
     out["hit@10"] = float(out["recall@10"] > 0)
+    if contents is not None:
+        out.update(budget_scores(evidence, ranked, contents))
     if kind == "changed":
         latest, old = first_rank(evidence, top), first_rank(stale, top)
         out["latest@1"] = float(latest == 0)
@@ -74,7 +89,8 @@ def summarize(scored: Sequence[tuple[str, str, dict]]) -> dict[str, Any]:
         by_type: dict[str, list[dict]] = {}
         for _, kind, m in rows:
             by_type.setdefault(kind, []).append(m)
-        overall = [{k: m[k] for k in RECALL} for _, kind, m in rows if kind != "deleted"]
+        overall = [{k: m[k] for k in RECALL + BUDGET if k in m}
+                   for _, kind, m in rows if kind != "deleted"]  # fmt: skip
         return {
             "overall": mean_of(overall),
             "by_type": {k: mean_of(v) for k, v in sorted(by_type.items())},

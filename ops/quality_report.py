@@ -45,8 +45,9 @@ def table(result: dict[str, Any]) -> str:
         f"{ms['memories_by_status']}",
         f"kept: content turns {_f(kept['content'])} (any status {_f(anyk['content'])}), "
         f"chit-chat {_f(kept['chit'])} (any status {_f(anyk['chit'])})",
-        f"recalled text: {ms['recalled_chars_mean']} chars per top 10 (bm25 "
-        f"{raw['bm25']['recalled_chars_mean']}, dense {raw['dense']['recalled_chars_mean']}); "
+        f"recalled text: {ms['recalled_chars_mean']} chars per top 10 ("
+        + ", ".join(f"{n} {b['recalled_chars_mean']}" for n, b in raw.items())
+        + "); "
         f"recall p50 {ms['recall_ms']['p50']} ms, p99 {ms['recall_ms']['p99']} ms",
         "",
         " ".join(
@@ -97,4 +98,54 @@ def table(result: dict[str, Any]) -> str:
     at = ms["at_default_min_relevance"]
     lines.append(f"at min_relevance {at['min_relevance']}: hit@10 {_f(at['overall'].get('hit@10'))}"
                  f", recall@10 {_f(at['overall'].get('recall@10'))}")  # fmt: skip
+    lines += ["", "what an agent pays for (evidence recall at N characters):", budget_table(result)]
+    return "\n".join(lines)
+
+
+BUDGET_COLS = (("r@5", "recall@5"), ("r@10", "recall@10"), ("@500", "chars@500"),
+               ("@1000", "chars@1000"), ("@2000", "chars@2000"), ("@4000", "chars@4000"),
+               ("top10ch", "top10_chars"))  # fmt: skip
+
+
+def budget_table(result: dict[str, Any]) -> str:
+    """What an agent pays for (issue 32): per system and question type, recall@5/10,
+    evidence recall at 500 / 1,000 / 2,000 / 4,000 characters and the mean characters
+    of the top 10."""
+    raw = {k: v for k, v in result["baselines"].items() if isinstance(v, dict)}
+    systems = {"memstream": result["memstream"], **raw}
+    kinds = [k for k, m in result["memstream"]["by_type"].items() if "recall@10" in m]
+    head = ["system".ljust(10), "question".ljust(20), "n".rjust(4)]
+    lines = [" ".join(head + [h.rjust(7) for h, _ in BUDGET_COLS])]
+    for name, system in systems.items():
+        blocks = [("overall", system["overall"])]
+        if len(kinds) > 1:
+            blocks += [(k, system["by_type"].get(k, {})) for k in kinds]
+        for kind, m in blocks:
+            cells = [name[:10].ljust(10), kind[:20].ljust(20), _f(m.get("n"), 4)]
+            for _, key in BUDGET_COLS:
+                v = m.get(key)
+                cells.append(_f(round(v) if key == "top10_chars" and v is not None else v, 7))
+            lines.append(" ".join(cells))
+    return "\n".join(lines)
+
+
+def replay_table(result: dict[str, Any]) -> str:
+    """The readable summary of a public-dataset run (``ops.quality_replay``)."""
+    c, ing, ms = result["config"], result["ingest"], result["memstream"]
+    size = f"limit {c['limit']}" if c.get("limit") else "whole"
+    lines = [
+        f"bench quality: dataset {c['dataset']} ({size}), {c['users']} users, "
+        f"{sum(c['questions'].values())} questions, capacity {c['capacity']} (per app "
+        f"{c['capacity_per_app']}); embedder {c['embedder']}, llm {c['llm']}, top {c['depth']}",
+        f"ingest: {ing['tasks']} writes, {ing['turns']} turns/memories in {ing['seconds']} s "
+        f"({ing['turns_per_s']}/s), failed {ing['failed_tasks']}, missing {ing['missing_tasks']}"
+        f"; memories {ms['memories_by_status']}",
+        f"recall p50 {ms['recall_ms']['p50']} ms, p99 {ms['recall_ms']['p99']} ms; "
+        f"failed recalls {ms['failed_recalls'] or 'none'}",
+        "",
+        budget_table(result),
+    ]
+    for name, by_lang in result.get("paired", {}).items():
+        lines.append(f"per question vs {name} (r@10 better/worse/same): " + ", ".join(
+            f"{lang} {n['better']}/{n['worse']}/{n['same']}" for lang, n in by_lang.items()))  # fmt: skip
     return "\n".join(lines)
