@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ops.quality_budget import KEYS
 from ops.quality_data import TYPES
 from tests.helpers.bench_report import assert_report_charts
 from tests.helpers.stack_cli import cli, private_stack_env
@@ -52,6 +53,11 @@ def test_a_tiny_run_writes_every_section(tmp_path: Path) -> None:
         assert {"latest@1", "stale_above"} <= set(system["by_type"]["changed"])
         assert set(system["by_type"]["deleted"]) == {"n", "leak"}
         assert set(system["recall_ms"]) == {"p50", "p99"}
+    assert set(result["baselines"]) >= {"bm25", "dense", "hybrid"}
+    for system in (ms, *(result["baselines"][b] for b in ("bm25", "dense", "hybrid"))):
+        assert set(KEYS) <= set(system["overall"])  # what an agent pays for (issue 32)
+    assert config["depth"] == 50 and config["budgets"] == [500, 1000, 2000, 4000]
+    assert "top10ch" in done.stderr
     assert set(ms["turns_kept"]) == {"active", "any_status"}
     assert set(ms["deleted"]) == {"turns_with_memories", "memories"}
     assert ms["failed_recalls"] == {}
