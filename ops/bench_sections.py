@@ -97,6 +97,21 @@ def _ingest(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
     return rows, lines
 
 
+def _budget(ms: dict[str, Any], base: dict[str, dict]) -> list[str]:
+    """What an agent pays for (issue 32): evidence recall at N characters and the
+    characters of the top 10, overall per system; none in reports from before it."""
+    if "chars@500" not in ms["overall"]:
+        return []
+    keys = ("recall@10", "chars@500", "chars@1000", "chars@2000", "chars@4000", "top10_chars")
+    lines = ["| system | r@10 | @500 chars | @1,000 | @2,000 | @4,000 | top-10 chars |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name, system in {"memstream": ms, **base}.items():
+        o = system["overall"]
+        cells = [_f(o.get(k), 3) if k != "top10_chars" else _f(o.get(k), 0) for k in keys]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _quality(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
     ms, c, ing, node = r["memstream"], r["config"], r["ingest"], r.get("node", {})
     base = {k: v for k, v in r["baselines"].items() if isinstance(v, dict)}
@@ -108,7 +123,12 @@ def _quality(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
                  node.get("cpu_cores_mean"), node.get("rss_mb_max"),
                  f"recall@10 {_f(r10, 3)} ({vs})")]  # fmt: skip
     lines = [
-        f"{c['users']} users × {c['sessions']} sessions (lang {c['lang']}), {c['turns']} "
+        (
+            f"Dataset {c['dataset']}" + (f" (limit {c['limit']})" if c.get("limit") else "") + ": "
+            if c.get("dataset", "generated") != "generated"
+            else ""
+        )
+        + f"{c['users']} users × {c['sessions']} sessions (lang {c['lang']}), {c['turns']} "
         f"turns, capacity {c['capacity']}; embedder {c['embedder']}, llm {c['llm']}. "
         f"Evidence recall@10 overall: memstream {_f(r10, 3)}; {vs}.",
         "",
@@ -122,6 +142,7 @@ def _quality(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
                 f"| {kind} | {m['n']} | {_f(m['recall@10'], 3)} | " + " | ".join(cells) + " |"
             )
     lines.append("")
+    lines += _budget(ms, base)
     lines += _image(charts.quality_by_type(r, out / "quality-by-type.png"), "quality by type")
     lines += _image(charts.node(r.get("series", {}).get("node", []), out / "quality-node.png",
                                 "quality: node CPU and RSS"), "quality node")  # fmt: skip
