@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from datetime import date
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.enums import MemType, OpType
+from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
 
 ChatMessage = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": ...}
 
@@ -34,6 +35,15 @@ class Fact(BaseModel):
     mem_type: MemType = MemType.SEMANTIC
     time_bound: bool = False  # refers to a dated event or plan (initial weight 0.85)
     expire_at: date | None = None  # hint: after this day the fact is likely stale
+
+    @field_validator("expire_at")
+    @classmethod
+    def _storable(cls, v: date | None) -> date | None:
+        # a model's hint of year 9999 (or 0001) is no date the stores hold: no hint, the
+        # fact is kept (the caller's own instants are refused at the edge instead)
+        if v is not None and not STORE_TIME_MIN.date() <= v < STORE_TIME_MAX.date():
+            return None
+        return v
 
 
 class Similar(NamedTuple):
