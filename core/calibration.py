@@ -9,9 +9,9 @@ dense relevance in [0, 1] in two steps:
 1. **Above the query's background.** ``REFERENCE`` holds everyday statements, half
    English (``REFERENCE_EN``), half Chinese; the recall tier embeds them once with its
    model. The query's background for a memory is its mean cosine to the half in the
-   memory's script (weighted by the memory's share of Latin letters,
-   :meth:`Background.at`), and ``x = c − background``: how much closer the memory is
-   to the query than everyday text in its language is. A short query close to
+   memory's script (weighted by how much of the memory is written in Latin script,
+   ``latin_share``, :meth:`Background.at`), and ``x = c − background``: how much
+   closer the memory is to the query than everyday text in its language is. A short query close to
    everything (帮我叫个车) gets a high background; an English memory found by a
    Chinese query is measured against English text. It does not depend on the user's
    other memories, so one memory is judged like two thousand, and a store with
@@ -136,7 +136,7 @@ class Background:
     spread: float = 1.0
 
     def at(self, latin: float) -> float:
-        """The background for a memory with this share of Latin letters."""
+        """The background for a memory with this ``latin_share``."""
         return latin * self.latin + (1.0 - latin) * self.other
 
 
@@ -149,7 +149,7 @@ class Calibration:
     english_only: bool = False
 
     def relevance(self, cosine: float, bg: Background, latin: float) -> float:
-        """Dense relevance in [0, 1] of a memory with ``latin`` share of Latin letters."""
+        """Dense relevance in [0, 1] of a memory with this ``latin_share``."""
         x = cosine - bg.at(latin)
         return self.knots(x / bg.spread if self.units == UNITS_Z else x)
 
@@ -211,17 +211,40 @@ def english_only(name: str) -> bool:
 
 
 def latin_share(text: str) -> float:
-    """Share of letters in Latin script (1.0 when the text has none; digits are neither)."""
+    """How much of the text is written in Latin script, as a language: 1.0 for English
+    (or text with no letters; digits are neither), 0.0 for Chinese, a mix only for
+    text that really mixes the two.
+
+    Counted in words: a Latin word is one run of letters, a letter of another script
+    counts as one (a Chinese word is one to three Han characters); the Latin words'
+    share is then snapped to the dominant script outside the middle third (``MIXED``):
+    ``(share − 1/3) / (1/3)``, clamped. A name or
+    a brand in the other script does not change the language of a sentence, and the
+    embedder reads it as a sentence of its language: "Bart与Jimmy一起在公园玩荡秋千"
+    is Chinese (0.0), "I met 张三 in the park" English (1.0). Counting letters instead
+    gave every Chinese memory that names a Latin-script friend its own share (0.07 to
+    0.36 on MADial-Bench zh), hence its own background (``Background.at``), which moved
+    it by up to 0.03 of cosine — half the spread between a user's memories — so the
+    dense channel ranked by how many Latin letters a memory held (issue 32).
+    """
     # every ASCII letter is Latin: most English text is answered without the memo, which
     # then holds only the texts a loop over their letters is worth remembering for
     return 1.0 if text.isascii() else _latin_share(text)
 
 
+MIXED = (1 / 3, 2 / 3)  # word shares between which a text counts as mixed (latin_share)
+
+
 @functools.lru_cache(maxsize=65536)
 def _latin_share(text: str) -> float:
-    total = latin = 0
+    other = latin = 0  # letters of other scripts (a Han character is a word); Latin words
+    in_word = False
     for ch in text:
-        if ch.isalpha():
-            total += 1
-            latin += ch < "\u0250"
-    return 1.0 if total == 0 else latin / total
+        is_latin = ch.isalpha() and ch < "\u0250"
+        latin += is_latin and not in_word
+        other += ch.isalpha() and not is_latin
+        in_word = is_latin
+    if other + latin == 0:
+        return 1.0
+    lo, hi = MIXED
+    return min(1.0, max(0.0, (latin / (other + latin) - lo) / (hi - lo)))

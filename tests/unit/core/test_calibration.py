@@ -107,7 +107,11 @@ def test_the_reference_set_holds_everyday_english_and_chinese_statements():
     [
         ("I like hotpot", 1.0),
         ("我喜欢吃四川火锅", 0.0),
-        ("我在Google工作", 6 / 10),
+        ("我在Google工作", 0.0),  # a Latin word in a Chinese sentence: still Chinese
+        ("Bart与Jimmy一起在公园玩荡秋千，感到非常开心。", 0.0),
+        ("I met 张三 in the park", 1.0),  # 5 words to 2 characters: English
+        ("Google Maps 导航", 0.5),  # two words each: really mixed
+        ("Я живу в Москве", 0.0),  # another script is not Latin either
         ("林晓在2023-09-06说：搬到杭州", 0.0),  # digits are no script
         ("", 1.0),
         ("2024!", 1.0),
@@ -116,6 +120,17 @@ def test_the_reference_set_holds_everyday_english_and_chinese_statements():
 )
 def test_latin_share(text, share):
     assert latin_share(text) == pytest.approx(share)
+
+
+def test_latin_names_in_chinese_memories_do_not_move_their_background():
+    # issue 32: counted in letters, each of these got its own share (0.2, 0.36, 0.11)
+    # and so its own background; as sentences they are all Chinese
+    cal = Calibration(Knots(0.0, 0.03, 0.10))
+    bg = Background(latin=0.76, other=0.84, spread=0.04)
+    texts = ["Bart一直很想要一个新的自行车。", "Bart与Jimmy一起在公园玩荡秋千。", "他去了动物园。"]
+    cosines = [0.86, 0.85, 0.87]
+    rel = [cal.of(c, bg, t, "你还记得那次去动物园吗") for c, t in zip(cosines, texts, strict=True)]
+    assert sorted(rel, reverse=True) == [rel[2], rel[0], rel[1]]  # the cosine order
 
 
 def test_only_non_ascii_texts_enter_the_latin_share_memo():
