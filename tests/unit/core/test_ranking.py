@@ -12,6 +12,7 @@ from core.ranking import (
     overfetch_size,
     rank,
     rank_with,
+    reciprocal_ranks,
 )
 from core.settings import Settings
 
@@ -64,12 +65,12 @@ def test_rank_filters_then_orders_by_normalized_relevance_and_weight():
     cands = [
         Candidate("A", weight_now=0.5, dense=0.8),  # relevance 0.8
         Candidate("B", weight_now=0.9, dense=0.6),  # 0.6
-        Candidate("C", weight_now=1.0, dense=0.1, lexical=0.15),  # 0.12: dropped
-        Candidate("D", weight_now=0.1, dense=0.05, lexical=1.0),  # 1.0
+        Candidate("C", weight_now=1.0, dense=0.12),  # dropped
+        Candidate("D", weight_now=0.1, dense=1.0),
         Candidate("E", weight_now=0.8, dense=0.0),  # relevance 0: dropped
-        Candidate("F", weight_now=0.2, dense=0.3, lexical=0.2),  # 0.3 + 0.04 − 0.012 = 0.328
+        Candidate("F", weight_now=0.2, dense=0.328),
     ]
-    out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
+    out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7, fusion="dense")
     # kept relevance spans 0.328..1.0: normalized (r − 0.328) / 0.672
     norm = {"D": 1.0, "A": (0.8 - 0.328) / 0.672, "B": (0.6 - 0.328) / 0.672, "F": 0.0}
     weight = {"D": 0.1, "A": 0.5, "B": 0.9, "F": 0.2}
@@ -78,7 +79,9 @@ def test_rank_filters_then_orders_by_normalized_relevance_and_weight():
         [0.7 * norm[m] + 0.3 * weight[m] for m in "DABF"]
     )
     assert [r.relevance for r in out] == pytest.approx([1.0, 0.8, 0.6, 0.328])  # calibrated
-    assert [r.memory_id for r in rank(cands, 2, min_relevance=0.3, relevance_weight=0.7)] == [
+    assert [
+        r.memory_id for r in rank(cands, 2, min_relevance=0.3, relevance_weight=0.7, fusion="dense")
+    ] == [
         "D",
         "A",
     ]
@@ -105,22 +108,23 @@ def test_depth_anchors_the_scale_so_extras_below_it_change_no_score_above():
     ]
     extras = [Candidate(f"x{i}", weight_now=1.0, dense=0.31) for i in range(3)]
     # depth 3: normalized between 0.9 (a) and 0.8 (c); b 0.5; the extras below c: 0
-    out = rank(top + extras, 10, min_relevance=0.3, relevance_weight=0.7, depth=3)
+    out = rank(top + extras, 10, min_relevance=0.3, relevance_weight=0.7, fusion="dense", depth=3)
     scores = {r.memory_id: r.score for r in out}
     assert scores == pytest.approx(
         {"a": 0.7 + 0.15, "b": 0.35 + 0.27, "c": 0.15, "x0": 0.3, "x1": 0.3, "x2": 0.3}
     )
-    alone = rank(top, 10, min_relevance=0.3, relevance_weight=0.7, depth=3)
+    alone = rank(top, 10, min_relevance=0.3, relevance_weight=0.7, fusion="dense", depth=3)
     assert {r.memory_id: r.score for r in alone} == pytest.approx({m: scores[m] for m in "abc"})
     # min-max over the whole union (no depth): 0.31..0.9 squeezes a and b (b at 0.915),
     # and b's weight puts it above the more relevant a
-    squeezed = rank(top + extras, 10, min_relevance=0.3, relevance_weight=0.7)
+    squeezed = rank(top + extras, 10, min_relevance=0.3, relevance_weight=0.7, fusion="dense")
     assert [r.memory_id for r in squeezed][:2] == ["b", "a"]
 
 
 def test_rank_with_normalizes_to_the_overfetch_depth():
     cands = [Candidate(f"m{i:02d}", weight_now=0.5, dense=1.0 - i / 100) for i in range(80)]
-    out = rank_with(cands, 10, S)  # depth max(4 x 10, 60) = 60: m59 is the zero
+    dense = Settings.model_construct(recall_fusion="dense")
+    out = rank_with(cands, 10, dense)  # depth max(4 x 10, 60) = 60: m59 is the zero
     assert out[0].score == pytest.approx(0.7 + 0.15)
     assert out[9].score == pytest.approx(0.7 * (1 - 9 / 59) + 0.15)
 
@@ -181,3 +185,42 @@ def test_rank_with_takes_the_fusion_mode_from_settings():
     assert rank_with(cands, 10, lexical) == []  # 0.1 < 0.3
     (hit,) = rank_with(cands, 10, S)
     assert hit.relevance == pytest.approx(0.604)  # 0.6 + 0.01 − 0.006
+
+
+def test_reciprocal_ranks_count_each_channel_from_1_and_ties_share_the_best_rank():
+    cands = [
+        Candidate("a", 0.5, dense=0.9),
+        Candidate("b", 0.5, dense=0.8, lexical=0.1),
+        Candidate("c", 0.5, dense=0.8, lexical=0.1),  # ties b on both channels
+        Candidate("d", 0.5, lexical=0.4),  # no dense score: the lexical channel only
+    ]
+    rr = reciprocal_ranks(cands, k=60)
+    assert rr == pytest.approx(
+        {"a": 1 / 61, "b": 1 / 62 + 1 / 62, "c": 1 / 62 + 1 / 62, "d": 1 / 61}
+    )
+
+
+def test_hybrid_order_hears_the_lexical_channel_when_every_coverage_is_tiny():
+    # issue 32: a long dialogue as the query covers ~5 % of its words in the best
+    # memory, so l² adds ~0.0025 and the relevance order is the dense one; the BM25
+    # order still told the answer apart, and hybrid's order now takes half of it from
+    # the channels' ranks (dense rank 2 + lexical rank 1, even dense rank 3 + lexical
+    # rank 2, beat dense rank 1 alone)
+    cands = [
+        Candidate("chat", 0.6, dense=0.62),
+        Candidate("answer", 0.6, dense=0.60, lexical=0.05),
+        Candidate("other", 0.6, dense=0.58, lexical=0.01),
+        *[Candidate(f"f{i}", 0.6, dense=0.4) for i in range(3)],
+    ]
+    out = rank(cands, 3, min_relevance=0.3, relevance_weight=0.7, depth=60)
+    assert [r.memory_id for r in out] == ["answer", "other", "chat"]
+    assert out[0].relevance == pytest.approx(0.60 + 0.0025 - 0.60 * 0.0025)  # still fused
+    dense = rank(cands, 3, min_relevance=0.3, relevance_weight=0.7, fusion="dense", depth=60)
+    assert [r.memory_id for r in dense] == ["chat", "answer", "other"]
+
+
+def test_hybrid_with_one_channel_keeps_that_channel_s_order_and_the_threshold():
+    cands = [Candidate(f"m{i}", 0.5, dense=0.9 - i / 10) for i in range(8)]  # 0.9 .. 0.2
+    out = rank(cands, 10, min_relevance=0.3, relevance_weight=0.7)
+    assert [r.memory_id for r in out] == [f"m{i}" for i in range(7)]  # m7 (0.2) dropped
+    assert out[0].score == pytest.approx(0.7 + 0.15) and out[-1].score == pytest.approx(0.15)
