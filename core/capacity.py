@@ -12,6 +12,14 @@ evicted until that dimension is at ``evict_target_ratio`` (90 %) of its limit. A
 evicted memory is ARCHIVED when its weight is still above ``archive_threshold``,
 DELETED otherwise. If no room can be made, the write is refused (42901) and nothing
 is evicted; an important mark over its quota is refused with 42902.
+
+An ARCHIVED memory the capacity evicted is **paged out**, not lost (chapter 9's archival
+memory): default recall still finds it. Which ARCHIVED memories are paged out is read
+from the record alone (:func:`paged_out`): its decayed weight is still above the archive
+threshold and it has not expired. The lifecycle archives a decayed memory with its
+weight below the threshold and an expired one past its ``expire_at``, so neither is
+paged out; a paged-out memory that later decays below the threshold leaves default
+recall too (the decay would have archived it anyway).
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ from datetime import datetime
 
 from core.settings import Settings
 from core.timeutil import require_aware
+from core.weights import weight_now
 from schemas.enums import Level, Status
+from schemas.memory import MemoryRecord
 
 GLOBAL = "global"
 TOTAL = "total"
@@ -239,6 +249,27 @@ def plan_trim(
 def eviction_status(weight: float, settings: Settings) -> Status:
     """ARCHIVED while the weight is above the archive threshold, DELETED at or below it."""
     return Status.ARCHIVED if weight > settings.archive_threshold else Status.DELETED
+
+
+def paged_out(m: MemoryRecord, now: datetime, settings: Settings) -> bool:
+    """True for a memory the capacity archived while it was still worth keeping: ARCHIVED,
+    its weight decayed to ``now`` still above ``archive_threshold``, not expired. Default
+    recall searches these beside the ACTIVE ones (``core.user_index.UserIndex.paged``;
+    ``UserIndex.paged_rows`` is the same rule over its columns)."""
+    if m.status is not Status.ARCHIVED:
+        return False
+    if m.expire_at is not None and require_aware(m.expire_at) <= require_aware(now):
+        return False
+    w = weight_now(
+        m.weight,
+        m.weight_at,
+        now,
+        settings,
+        is_important=m.is_important,
+        ownership=m.ownership,
+        custom_tags=m.custom_tags,
+    )
+    return w > settings.archive_threshold
 
 
 def important_blocked(

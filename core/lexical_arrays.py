@@ -15,10 +15,20 @@ Documents are numbered by row, as the user's matrix; the owner moves a row with
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from core.lexical import tokenize
+
+
+class Postings(NamedTuple):
+    """One document's postings as held (term hashes, counts, length): what moves with a
+    row to another index (``core.user_index.UserIndex.page_out``) without tokenizing."""
+
+    hashes: np.ndarray
+    tfs: np.ndarray
+    length: int
 
 
 class PostingArrays:
@@ -40,22 +50,30 @@ class PostingArrays:
 
     def add(self, row: int, counts: Mapping[str, int]) -> None:
         """Index a document at ``row`` (which holds none) under its term counts."""
+        # (lists, not arrays: numpy keeps freed small buffers in a cache of its own)
+        # a term said over 255 times in one memory scores as if said 255 times (BM25
+        # saturates long before: tf 255 is within 0.5 % of tf ∞ at k1 = 1.2)
+        tfs = [min(255, c) for c in counts.values()]
+        self._append(row, [hash(t) for t in counts], tfs, sum(counts.values()))
+
+    def add_postings(self, row: int, p: Postings) -> None:
+        """:meth:`add` of a document's held postings (another index's ``postings``)."""
+        self._append(row, p.hashes, p.tfs, p.length)
+
+    def _append(self, row: int, hashes: Any, tfs: Any, length: int) -> None:
         if row >= self._len.shape[0]:
             self._len = _grown(self._len, row + 1)
-        k = len(counts)
+        k = len(hashes)
         if self._n + k > self._hash.shape[0]:
             size = max(self._n + k, 2 * self._hash.shape[0])
             self._hash, self._row, self._tf = (
                 _grown(a, size) for a in (self._hash, self._row, self._tf)
             )
         end = self._n + k
-        self._hash[self._n : end] = [hash(t) for t in counts]
+        self._hash[self._n : end] = hashes
         self._row[self._n : end] = row
-        # a term said over 255 times in one memory scores as if said 255 times (BM25
-        # saturates long before: tf 255 is within 0.5 % of tf ∞ at k1 = 1.2)
-        self._tf[self._n : end] = [min(255, c) for c in counts.values()]
+        self._tf[self._n : end] = tfs
         self._n = end
-        length = sum(counts.values())
         self._len[row] = length
         self._total += length
         self._docs += 1
@@ -93,6 +111,12 @@ class PostingArrays:
         self._len[row] = 0
         self._docs -= 1
         self._sorted = None
+
+    def postings(self, row: int) -> Postings:
+        """The document at ``row``, as held (for :meth:`add_postings` elsewhere)."""
+        at = self._row[: self._n] == row
+        return Postings(self._hash[: self._n][at].copy(), self._tf[: self._n][at].copy(),
+                        int(self._len[row]))  # fmt: skip
 
     def move(self, src: int, dst: int) -> None:
         """Renumber the document at ``src`` to ``dst`` (which holds none)."""

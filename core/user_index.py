@@ -22,6 +22,13 @@ layout is what a memory costs (issue 13 asked for ≤ 1 KB; ``RECORD_BYTES``):
   hash's first 8 bytes (exact dedup, confirmed on the decoded record), the level, the
   app and the importance (capacity counters, ``scopes``).
 
+Paged-out memories (``core.capacity.paged_out``: ARCHIVED by the capacity, still worth
+keeping) live in a second index of the same class, ``paged``, created on the first one:
+everything that reads the user's index as "the ACTIVE memories" (capacity counters,
+eviction, consolidation, evolution, dedup) never sees them; default recall searches
+both (``paged_rows`` applies the rule at read time). ``page_out`` moves a row there with
+its int8 vector and postings, ``remove`` forgets a memory in either.
+
 No Python object per memory besides its id and its bytes, so the cyclic GC has nothing
 to walk (a cache of dataclass records made each full pass take ~340 ms, which timed out
 every recall in flight). Pure data structure, no I/O: the loader and the LRU budget live
@@ -42,7 +49,9 @@ import numpy as np
 from core import record_codec
 from core.calibration import latin_share
 from core.lexical import term_counts
-from core.lexical_arrays import PostingArrays
+from core.lexical_arrays import PostingArrays, Postings
+from core.settings import Settings
+from core.timeutil import SECONDS_PER_DAY
 from core.weights import is_persona
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
@@ -55,6 +64,10 @@ from schemas.tenants import DEFAULT_TENANT
 # of the rest), against 4.3 KB with dataclass records, float32 rows and dict postings;
 # the test_user_index budget test holds the estimate to the measurement.
 RECORD_BYTES = 125  # with ~15 bytes of margin: the budget is a bound
+# Per index, whatever its size: the object and its attribute dict, the arrays' headers,
+# its lock and helper objects (~1.4 KB more once the ``_expire`` column and ``paged``
+# came: the dict past a resize), with margin.
+INDEX_BYTES = 4096
 
 _LEVELS = list(Level)
 # column codes of the enums, by member and by the value a parsed record holds
@@ -67,15 +80,16 @@ _P_IMP, _P_CONTENT = _POS["is_important"], _POS["content"]
 _P_STATUS, _P_OWN, _P_TYPE = _POS["status"], _POS["ownership"], _POS["mem_type"]
 _P_WEIGHT, _P_WEIGHT_AT = _POS["weight"], _POS["weight_at"]
 _P_INVALID, _P_TAGS = _POS["invalid_at"], _POS["custom_tags"]
+_P_EXPIRE = _POS["expire_at"]
 # the per-row columns besides the matrix, moved together when a row is removed
 _COLUMNS = (
     "_inv", "_hash", "_level", "_important", "_app", "_session", "_status", "_own", "_type",
-    "_invalid", "_weight", "_weight_at", "_persona", "_latin",
+    "_invalid", "_weight", "_weight_at", "_persona", "_latin", "_expire",
 )  # fmt: skip
 # the columns a record's fields give directly (``UserIndex._fields``), in its order
 _FIELD_COLUMNS = (
     "_hash", "_level", "_important", "_app", "_session", "_status", "_own", "_type",
-    "_invalid", "_weight", "_weight_at", "_persona",
+    "_invalid", "_weight", "_weight_at", "_persona", "_expire",
 )  # fmt: skip
 
 _US = timedelta(microseconds=1)
@@ -150,6 +164,9 @@ class UserIndex:
         self._weight_at = np.zeros(capacity, dtype=np.int64)  # µs since the epoch
         self._persona = np.zeros(capacity, dtype=np.bool_)  # exempt from decay
         self._latin = np.zeros(capacity, dtype=np.float64)  # latin_share of the content
+        self._expire = np.zeros(capacity, dtype=np.int64)  # expire_at, µs; 0: none
+        # the user's paged-out memories (ARCHIVED by the capacity), searched by recall only
+        self.paged: UserIndex | None = None
         self._lexical = PostingArrays(capacity=capacity)
         self.records = Records(self)
         self.by_hash = ByHash(self)
@@ -166,7 +183,13 @@ class UserIndex:
         postings), each record's bytes, and ``RECORD_BYTES`` a memory for the rest."""
         arrays = self._q.nbytes + self._lexical.nbytes
         arrays += sum(getattr(self, name).nbytes for name in _COLUMNS)
-        return int(arrays + self._blob_bytes + RECORD_BYTES * len(self._ids))
+        paged = 0 if self.paged is None else self.paged.nbytes
+        fixed = INDEX_BYTES + RECORD_BYTES * len(self._ids)
+        return int(arrays + self._blob_bytes + fixed + paged)
+
+    def holds(self, memory_id: str) -> bool:
+        """Held here or in ``paged`` (``in`` asks about the ACTIVE ones only)."""
+        return memory_id in self._row or (self.paged is not None and memory_id in self.paged)
 
     # ------------------------------------------------------------ writes
     def upsert(
@@ -186,7 +209,7 @@ class UserIndex:
         blob: bytes,
         vals: list[Any],
         row: tuple[np.ndarray, float] | None,
-        terms: Mapping[str, int] | None = None,
+        terms: Mapping[str, int] | Postings | None = None,
     ) -> None:
         """:meth:`upsert` of an encoded record (``blob``, its parsed ``vals``) and its
         quantized ``row`` (``quantize``; None keeps the held one): how a snapshot loads
@@ -217,8 +240,10 @@ class UserIndex:
             getattr(self, name)[i] = value
         if changed:
             self._latin[i] = latin_share(vals[_P_CONTENT])
-            counts = terms if terms is not None else term_counts(vals[_P_CONTENT])
-            self._lexical.add(i, counts)
+            if isinstance(terms, Postings):
+                self._lexical.add_postings(i, terms)
+            else:
+                self._lexical.add(i, terms if terms is not None else term_counts(vals[_P_CONTENT]))
 
     def fill(self, records: list[tuple[bytes, list[Any], Mapping[str, int]]], rows: bytes) -> None:
         """Load an empty index at once: ``records`` as (record bytes, parsed fields, term
@@ -268,6 +293,7 @@ class UserIndex:
             vals[_P_WEIGHT],
             vals[_P_WEIGHT_AT],
             is_persona(Ownership(vals[_P_OWN]), vals[_P_TAGS]),
+            vals[_P_EXPIRE] or 0,
         )
 
     def note_status(self, record: MemoryRecord) -> None:
@@ -282,7 +308,44 @@ class UserIndex:
         for h in [h for h, mid in self.dormant.items() if mid == memory_id]:
             del self.dormant[h]
 
+    def paged_index(self) -> UserIndex:
+        """``paged``, created when first needed."""
+        if self.paged is None:
+            self.paged = UserIndex(self.user_id, self.dim, capacity=16, tenant=self.tenant_id)
+        return self.paged
+
+    def page_out(self, record: MemoryRecord) -> bool:
+        """Move the held row of ``record.memory_id`` into ``paged`` as ``record`` (its new,
+        ARCHIVED version): the same int8 row and postings, nothing embedded or tokenized
+        again. False when this index does not hold it."""
+        return _move(self, self.paged_index(), record)
+
+    def page_in(self, record: MemoryRecord) -> bool:
+        """The reverse of :meth:`page_out` (a paged-out memory ACTIVE again); False when
+        ``paged`` does not hold it."""
+        return self.paged is not None and _move(self.paged, self, record)
+
+    def paged_rows(self, now_us: int, settings: Settings) -> np.ndarray:
+        """The rows ``core.capacity.paged_out`` accepts at ``now_us`` (µs since the
+        epoch), from the columns: ARCHIVED, not expired, decayed weight above the
+        archive threshold (``core.weights.weight_at_us`` over every row at once)."""
+        n = len(self._ids)
+        s = settings
+        alpha = np.where(
+            self._persona[:n],
+            0.0,
+            np.where(self._important[:n], s.decay_alpha_important, s.decay_alpha_normal),
+        )
+        days = np.maximum(now_us - self._weight_at[:n], 0) / 10**6 / SECONDS_PER_DAY
+        w = self._weight[:n] * np.exp(-s.decay_lambda * alpha * days)
+        expire = self._expire[:n]
+        ok = self._status[:n] == _CODES[Status][Status.ARCHIVED]
+        return ok & (w > s.archive_threshold) & ((expire == 0) | (expire > now_us))
+
     def remove(self, memory_id: str) -> None:
+        """Forget the memory, held here or in ``paged``."""
+        if self.paged is not None:
+            self.paged.remove(memory_id)
         i = self._row.pop(memory_id, None)
         if i is None:
             return
@@ -573,6 +636,19 @@ def row_from_bytes(data: bytes, dim: int) -> tuple[np.ndarray, float]:
     if len(data) == 2 * dim:
         return quantize(np.frombuffer(data, dtype=np.float16).astype(np.float32))
     raise ValueError("snapshot row of another dimension")
+
+
+def _move(src: UserIndex, dst: UserIndex, record: MemoryRecord) -> bool:
+    """Move ``record``'s row from ``src`` to ``dst`` as ``record``: its int8 row and
+    postings as held."""
+    i = src._row.get(record.memory_id)
+    if i is None:
+        return False
+    row = (src._q[i].copy(), float(src._inv[i]))
+    postings = src._lexical.postings(i)
+    src.remove(record.memory_id)
+    dst.put(record_codec.encode(record), record_codec.values(record), row, postings)
+    return True
 
 
 def _isin(column: np.ndarray, enum: type, members: frozenset[Any]) -> np.ndarray:

@@ -4,7 +4,11 @@ Two paths, one predicate (``core.scope``), one ranking (``core.ranking``):
 
 * **hot** (no ``include_archived``, no ``as_of``): the user's ACTIVE memories in memory
   (``sinks.hot_cache``) — exact cosine over the user's matrix plus the per-user BM25
-  index, both filtered by ``predicate.matches``. No store is touched once the user is
+  index, both filtered by ``predicate.matches`` — and, the same way, the user's paged-out
+  ones (``UserIndex.paged``: evicted for room, ``core.capacity.paged_out`` at request
+  time), which then rank with the rest and answer with status ARCHIVED; a user with none
+  pays nothing for them. A recall never pages one back in (no write from this process):
+  saying the fact again restores it (``dataflows.ingest.writer``). No store is touched once the user is
   loaded; the first touch loads it (through the breaker).
 * **cold** (``include_archived`` or ``as_of``): Milvus filtered search with
   ``predicate.milvus_expr()`` for the dense channel; records and the lexical channel come
@@ -37,6 +41,7 @@ master switch off answers 40301 with ``data = {hit: false, memories: []}``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import sys
@@ -64,6 +69,7 @@ from recall_api.cold_records import ColdRecords
 from recall_api.errors import ApiError
 from recall_api.hits import HitPublisher
 from recall_api.services import Services
+from schemas.enums import Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
@@ -289,20 +295,18 @@ class Recaller:
         call.check()
         dense: dict[str, float] = {}
         lexical: dict[str, float] = {}
+        facts: dict[str, Fact] = {}
+        blobs: dict[str, bytes | None] = {}
         memo: dict[str, MemoryRecord] = {}  # records decode once, when first looked at
         with idx.lock:
-            # the columns decide scope and validity; only a tag filter or an as-of read
-            # leaves records to test one by one
-            rows, exact = idx.allowed(pred)
-            keep = None if exact else pred.matches
-            if qvec is not None:
-                dense = dict(idx.dense(qvec, limit, keep=keep, memo=memo, rows=rows))
-            if s.recall_fusion != "dense":
-                lexical = dict(idx.lexical(p.query, limit, keep=keep, memo=memo, rows=rows))
-            if qvec is not None and s.recall_fusion == "hybrid":
-                dense.update(idx.cosine(qvec, [m for m in lexical if m not in dense]))
-            facts = idx.facts(dense.keys() | lexical.keys())
-            blobs = {mid: idx.blob(mid) for mid in facts}  # bytes: decoded after the lock
+            _search(idx, pred, p.query, qvec, limit, s, memo, dense, lexical, facts, blobs)
+            paged = idx.paged
+            if paged is not None and len(paged):  # the paged-out ones, by the same predicate
+                now_us = (datetime.now(UTC) - record_codec.EPOCH) // _US
+                wide = dataclasses.replace(pred, statuses=pred.statuses | {Status.ARCHIVED})
+                rows = paged.paged_rows(now_us, s)
+                _search(paged, wide, p.query, qvec, limit, s, memo, dense, lexical, facts,
+                        blobs, rows)  # fmt: skip
 
         def records(ids: list[str]) -> dict[str, MemoryRecord]:
             return {m: memo.get(m) or shared_decode(blobs[m]) for m in ids}
@@ -382,6 +386,46 @@ class Recaller:
         ranked = rank_with(cands, p.top_k, s, **extra)
         got = records([r.memory_id for r in ranked])
         return [(got[r.memory_id], r) for r in ranked]
+
+
+def _search(
+    idx: UserIndex,
+    pred: RecallPredicate,
+    query: str,
+    qvec: np.ndarray | None,
+    limit: int,
+    s: Settings,
+    memo: dict[str, MemoryRecord],
+    dense: dict[str, float],
+    lexical: dict[str, float],
+    facts: dict[str, Fact],
+    blobs: dict[str, bytes | None],
+    among: np.ndarray | None = None,
+) -> None:
+    """Under ``idx.lock``: the top ``limit`` of each channel among ``idx``'s rows that
+    ``pred`` (and the mask ``among``) accepts, added to ``dense``, ``lexical``, ``facts``
+    and ``blobs`` (the record bytes: decoded after the lock)."""
+    # the columns decide scope and validity; only a tag filter or an as-of read leaves
+    # records to test one by one
+    rows, exact = idx.allowed(pred)
+    if among is not None:
+        rows &= among
+        if not rows.any():
+            return
+    keep = None if exact else pred.matches
+    d: dict[str, float] = {}
+    lx: dict[str, float] = {}
+    if qvec is not None:
+        d = dict(idx.dense(qvec, limit, keep=keep, memo=memo, rows=rows))
+    if s.recall_fusion != "dense":
+        lx = dict(idx.lexical(query, limit, keep=keep, memo=memo, rows=rows))
+    if qvec is not None and s.recall_fusion == "hybrid":
+        d.update(idx.cosine(qvec, [m for m in lx if m not in d]))
+    found = idx.facts(d.keys() | lx.keys())
+    dense.update(d)
+    lexical.update(lx)
+    facts.update(found)
+    blobs.update({mid: idx.blob(mid) for mid in found})
 
 
 _create_lock = threading.Lock()

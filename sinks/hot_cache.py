@@ -4,8 +4,10 @@ Filled from the user's Redis snapshot (``sinks.user_snapshot``: one read) when t
 valid one, else from ClickHouse (records) and Milvus (vectors), after which the snapshot
 is saved for the next process or the next time; kept current by the write listener of
 :class:`sinks.memory_store.MemoryStore` in-process and by ``memory.changes`` across
-processes (``invalidate``). Only ACTIVE memories live here; the archive and time travel
-go to Milvus. Caches are derivable, so nothing here is in a Bytewax snapshot.
+processes (``invalidate``). ACTIVE memories live here, and beside them (``UserIndex.paged``)
+the user's paged-out ones (``core.capacity.paged_out``: evicted for room, still found by
+default recall) when the cache has ``settings`` to apply that rule; the rest of the
+archive and time travel go to Milvus. Caches are derivable, so nothing here is in a Bytewax snapshot.
 """
 
 from __future__ import annotations
@@ -14,18 +16,30 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict, deque
+from datetime import UTC, datetime
 from typing import Any
 
 from core import metrics, record_codec
+from core.capacity import paged_out
 from core.lexical import term_counts
 from core.settings import Settings
 from core.user_index import UserIndex
 from schemas.enums import Status
+from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
 from sinks.memory_store import MemoryStore, WriteBatch
 from sinks.user_snapshot import Snapshot, UserSnapshots
 
-_P_ID = record_codec.POS["memory_id"]
+_P_ID, _P_STATUS = record_codec.POS["memory_id"], record_codec.POS["status"]
+
+
+def _pager(settings: Settings) -> Any:
+    """``core.capacity.paged_out`` at the moment of the call, with these settings."""
+
+    def pages(m: MemoryRecord) -> bool:
+        return paged_out(m, datetime.now(UTC), settings)
+
+    return pages
 
 
 class HotCache:
@@ -36,9 +50,12 @@ class HotCache:
         budget_bytes: int,
         max_loads: int = 2,
         snapshots: UserSnapshots | None = None,
+        settings: Settings | None = None,
     ):
         self.store = store
         self.snapshots = snapshots
+        # the archive threshold and decay of ``paged_out``; None: no paged-out memories
+        self.settings = settings
         self.dim = dim
         self.budget = budget_bytes
         # keyed by (tenant, user): user 42 of two tenants is two people
@@ -69,15 +86,19 @@ class HotCache:
         budget_mb: int,
         max_loads: int = 2,
         snapshot_ttl_s: int | None = None,
+        settings: Settings | None = None,
     ) -> HotCache:
         """A cache kept current by ``store``'s write listener (how every process builds
         it); with ``snapshot_ttl_s``, backed by Redis snapshots that the same store's
         writes keep current (None: no snapshots)."""
         snapshots = None
+        pages = None if settings is None else _pager(settings)
         if snapshot_ttl_s is not None:
-            snapshots = UserSnapshots(store.stores.redis, store.cipher, dim, snapshot_ttl_s)
+            snapshots = UserSnapshots(
+                store.stores.redis, store.cipher, dim, snapshot_ttl_s, pages=pages
+            )
             store.subscribe(snapshots.apply)
-        cache = cls(store, dim, budget_mb * 1024 * 1024, max_loads, snapshots)
+        cache = cls(store, dim, budget_mb * 1024 * 1024, max_loads, snapshots, settings)
         store.subscribe(cache.apply)
         return cache
 
@@ -91,6 +112,7 @@ class HotCache:
             settings.hot_cache_budget_mb,
             settings.hot_cache_max_loads,
             settings.hot_snapshot_ttl_s or None,
+            settings,
         )
 
     def __len__(self) -> int:
@@ -179,14 +201,35 @@ class HotCache:
                         tenant=key.tenant)  # fmt: skip
         idx.dormant = snap.dormant
         kept = [r for r in snap.records if r[1][_P_ID] in snap.rows]  # no row: not searchable
-        idx.fill(kept, b"".join(snap.rows[vals[_P_ID]] for _, vals, _ in kept))
+        active = [r for r in kept if r[1][_P_STATUS] == Status.ACTIVE.value]
+        idx.fill(active, b"".join(snap.rows[vals[_P_ID]] for _, vals, _ in active))
+        if len(active) < len(kept) and self.settings is not None:
+            pages = _pager(self.settings)
+            paged = [
+                r for r in kept
+                if r[1][_P_STATUS] == Status.ARCHIVED.value and pages(record_codec.build(r[1]))
+            ]  # fmt: skip
+            if paged:
+                idx.paged_index().fill(
+                    paged, b"".join(snap.rows[vals[_P_ID]] for _, vals, _ in paged)
+                )
         return idx
 
     def _from_stores(
         self, tenant: str, user_ids: list[int]
     ) -> tuple[dict[UserKey, UserIndex], dict[str, dict[str, int]]]:
         """The users' indexes, and every loaded memory's term counts (for the snapshot)."""
-        records = self.store.load_many(user_ids, statuses=[Status.ACTIVE], tenant=tenant)
+        if self.settings is None:
+            records = self.store.load_many(user_ids, statuses=[Status.ACTIVE], tenant=tenant)
+        else:  # and the paged-out ones (those whose stored weight is above the threshold)
+            records = self.store.load_many(
+                user_ids,
+                statuses=[Status.ACTIVE, Status.ARCHIVED],
+                archived_above=self.settings.archive_threshold,
+                tenant=tenant,
+            )
+            pages = _pager(self.settings)
+            records = [r for r in records if r.status is Status.ACTIVE or pages(r)]
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
         dormant = self.store.archived_hashes(user_ids, tenant=tenant)
         by_user: dict[int, list] = {u: [] for u in user_ids}
@@ -201,9 +244,20 @@ class HotCache:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair
                     counts = terms[r.memory_id] = term_counts(r.content)
-                    idx.upsert(r, vec, counts)
+                    into = idx if r.status is Status.ACTIVE else idx.paged_index()
+                    into.upsert(r, vec, counts)
             out[UserKey(tenant, user_id)] = idx
         return out, terms
+
+    def _pages(self, m: MemoryRecord) -> bool:
+        return self.settings is not None and _pager(self.settings)(m)
+
+    @staticmethod
+    def _page_out(idx: UserIndex, m: MemoryRecord, vec: Any) -> None:
+        """Under ``idx.lock``: hold ``m`` (paged out) in ``idx.paged``: moved from the
+        ACTIVE rows (an eviction), or updated in place; without a row to keep, gone."""
+        if not idx.page_out(m):
+            idx.paged_index().upsert(m, vec)  # vec None and not held: nothing to search
 
     def warm(self, keys: list[UserKey]) -> None:
         """Load every user not cached yet in one round trip per store (batch prefetch)."""
@@ -320,11 +374,15 @@ class HotCache:
                 idx.note_status(m)
                 vec = batch.vectors.get(m.memory_id)
                 if m.status is Status.ACTIVE and m.invalid_at is None:
+                    if m.memory_id not in idx:  # a paged-out one ACTIVE again keeps its row
+                        idx.page_in(m)
                     if vec is None and m.memory_id not in idx:
                         # e.g. a restore: reload with its vector
                         self.invalidate(m.user_id, tenant=m.tenant_id)
                         continue
                     idx.upsert(m, vec)
+                elif self._pages(m):  # evicted for room: paged out, not gone
+                    self._page_out(idx, m, vec)
                 else:
                     idx.remove(m.memory_id)
             changed[key] = idx
@@ -333,7 +391,7 @@ class HotCache:
             if mid in mirrored:
                 continue
             with self._lock:  # a lifecycle purge names ids only: whoever holds them
-                holders = [(k, i) for k, i in self._users.items() if mid in i]
+                holders = [(k, i) for k, i in self._users.items() if i.holds(mid)]
             for key, idx in holders:
                 with idx.lock:
                     idx.remove(mid)

@@ -367,8 +367,11 @@ class MemoryStore:
         memory_ids: Iterable[str] | None = None,
         *,
         tenant: str,
+        archived_above: float | None = None,
     ) -> list[MemoryRecord]:
-        """As ``load`` for several users of one tenant in one query."""
+        """As ``load`` for several users of one tenant in one query; ``archived_above``:
+        of the ARCHIVED ones only those whose stored weight is above it (the paged-out
+        candidates, ``core.capacity.paged_out``)."""
         where = ["tenant_id = {t:String}", "user_id IN {u:Array(UInt64)}"]
         params: dict[str, Any] = {"t": tenant, "u": list(user_ids)}
         if statuses is not None:
@@ -377,6 +380,9 @@ class MemoryStore:
         if memory_ids is not None:
             params["ids"] = list(memory_ids)
             where.append("memory_id IN {ids:Array(String)}")
+        if archived_above is not None:
+            params["wa"] = float(archived_above)
+            where.append("(status != 'ARCHIVED' OR weight > {wa:Float64})")
         # On a cluster this reads the Distributed table: each shard applies FINAL to its
         # own parts, which is correct because every version of a memory (and whatever
         # replaces it) is the same user's, sharded by the user onto one shard.

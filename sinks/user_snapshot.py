@@ -8,6 +8,7 @@ is one Redis hash per (tenant, user)::
 
     snap:<user>   _gen   the generation it was built or last patched at
                   r:<memory_id>   version ‖ sealed(record bytes ⏎ its BM25 terms)  ACTIVE
+                                  or paged out (``core.capacity.paged_out``)
                   v:<memory_id>   version ‖ sealed(int8 row ‖ 1/|row|)  its vector
                   d:<token>       version ‖ sealed([content_hash, memory_id])  ARCHIVED
     snapgen:<user>  the user's write generation
@@ -153,8 +154,17 @@ class Snapshot:
 
 
 class UserSnapshots:
-    def __init__(self, redis_store: RedisStore, keys: KeyRing, dim: int, ttl_s: int):
+    def __init__(
+        self,
+        redis_store: RedisStore,
+        keys: KeyRing,
+        dim: int,
+        ttl_s: int,
+        pages: Callable[[MemoryRecord], bool] | None = None,
+    ):
         self._redis = redis_store
+        # which ARCHIVED records are paged out (kept like ACTIVE ones); None: none
+        self._pages = pages
         self._keys = keys
         self.dim = dim
         self.ttl_s = ttl_s
@@ -257,6 +267,8 @@ class UserSnapshots:
             return False
         with idx.lock:
             held = idx.encoded()
+            if idx.paged is not None:
+                held += idx.paged.encoded()
             dormant = dict(idx.dormant)
         try:
             argv: list[Any] = [gen, self.ttl_s, _HSET_CHUNK]
@@ -350,7 +362,8 @@ class UserSnapshots:
         version = _version(m)
         mid = m.memory_id
         out: list[Any] = []
-        if m.status is Status.ACTIVE and m.invalid_at is None:
+        searched = m.status is Status.ACTIVE and m.invalid_at is None
+        if searched or (m.status is Status.ARCHIVED and self._pages and self._pages(m)):
             if vector is None:
                 out += ["N", "", f"v:{mid}"]  # meta change: its row must be there already
             else:

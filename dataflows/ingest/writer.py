@@ -10,6 +10,9 @@ Ids are deterministic (task id + fact position; a second ADD of the same fact's
 decisions gets the fact's id + its position in the answer), so a replay after a crash
 finds its own earlier write by hash and id and writes nothing twice.
 
+A memory evicted to ARCHIVED is paged out (``core.capacity.paged_out``): its row moves to
+the user's ``paged`` index, where default recall still finds it.
+
 A fact whose hash matches an ARCHIVED memory of the user is that memory said again: it
 is restored (ACTIVE, initial weight, decay anchor now, a RESTORE change row) instead of
 stored twice. DELETED memories are not restored: a deletion is the user's or the
@@ -30,6 +33,7 @@ from core.capacity import (
     Counters,
     EvictionCandidate,
     delta_for,
+    paged_out,
     plan_admission,
 )
 from core.hashing import change_id_for, content_hash, stable_id
@@ -322,6 +326,7 @@ class Writer:
                 task_id=fi.task_id,
             )
         )
+        idx.remove(rec.memory_id)  # out of ``paged`` if it was paged out
         idx.upsert(rec, fi.vector)
         idx.note_status(rec)
         counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
@@ -477,7 +482,10 @@ class Writer:
                     source=OpSource.SYSTEM,
                 )
             )
-            idx.remove(old.memory_id)
+            if paged_out(evicted, now, self.s):  # paged out: default recall still finds it
+                idx.page_out(evicted)
+            else:
+                idx.remove(old.memory_id)
             counters.apply(ev.counter_delta)
             r.evicted += 1
             (
