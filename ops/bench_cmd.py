@@ -60,6 +60,14 @@ def _add_recall(sub: Any) -> None:
     p.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
     p.add_argument("--pool", type=_positive, default=5000, help="distinct facts to embed")
     p.add_argument(
+        "--paged",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="per user, N paged-out memories besides the active ones (ARCHIVED by the "
+        "capacity: default recall searches them too); default 0",
+    )
+    p.add_argument(
         "--auth",
         action="store_true",
         help="API keys on and rate limits counted (never reached): what they cost",
@@ -107,7 +115,8 @@ def _run_recall(args: argparse.Namespace) -> int:
     started = datetime.now(UTC)
     phases = args.rate or [50.0, None]
     print(
-        f"bench recall: seeding {args.users} users x {args.memories} memories, then "
+        f"bench recall: seeding {args.users} users x {args.memories} memories"
+        f"{f' (+{args.paged} paged out)' if args.paged else ''}, then "
         f"{len(phases)} phase(s) of {args.duration:g}s with {args.clients} clients ...",
         file=sys.stderr,
         flush=True,
@@ -126,6 +135,7 @@ def _run_recall(args: argparse.Namespace) -> int:
         zipf=args.zipf,
         session_len=args.session_len,
         compare_fit=args.compare_fit,
+        paged=args.paged,
     )
     print(
         f"hot cache {result['hot_cache_budget_mb']} MB "
@@ -338,6 +348,13 @@ def _positive(value: str) -> int:
     n = int(value)
     if n < 1:
         raise argparse.ArgumentTypeError("must be >= 1")
+    return n
+
+
+def _count(value: str) -> int:
+    n = int(value)
+    if n < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
     return n
 
 

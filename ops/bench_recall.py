@@ -9,6 +9,10 @@ setup — and drives ``POST /memory/v1/recall`` from a separate load-generator p
 at a fixed ``rate`` (open loop: latency counts from each request's scheduled time, so
 queueing shows) or saturating (``rate=None``: every client sends back to back).
 
+``paged`` (``--paged N``) gives every user N paged-out memories besides the active
+ones (ARCHIVED by the capacity, still worth keeping: ``core.capacity.paged_out``), which
+default recall searches beside the active ones: what they cost.
+
 Seeding embeds a pool of at most ``pool`` (5,000) distinct facts once and gives every
 user ``memories`` distinct facts drawn from it; 200k separate embeddings would take
 ~9 minutes on two cores and measure the embedder, not recall. Queries are generated
@@ -50,7 +54,7 @@ from ops.bench_sampler import ProcSampler
 from ops.procs import free_port
 from recall_api.app import create_app
 from recall_api.services import Services
-from schemas.enums import Level, MemType, Ownership
+from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks import keystore
@@ -108,15 +112,18 @@ def _query(rng: random.Random) -> str:
 
 
 def seed(
-    env: BenchStack, users: int, memories: int, pool: int, rng: random.Random
+    env: BenchStack, users: int, memories: int, pool: int, rng: random.Random, paged: int = 0
 ) -> tuple[list[int], int]:
-    """Write users × memories records (vectors from an embedded fact pool).
+    """Write users × memories records (vectors from an embedded fact pool), and per user
+    ``paged`` more, ARCHIVED by the capacity (paged out: their weight well above the
+    archive threshold, archived a few days ago).
 
     Returns the user ids and the number of distinct facts embedded.
     """
+    per_user = memories + paged
     texts: dict[str, MemType] = {}
     for _ in range(pool * 50):  # the templates allow far more than 5,000 distinct facts
-        if len(texts) >= min(pool, users * memories):
+        if len(texts) >= min(pool, users * per_user):
             break
         text, kind = _fact(rng)
         texts.setdefault(text, kind)
@@ -126,9 +133,12 @@ def seed(
     user_ids = [10_000_000 + i for i in range(users)]
     batch = WriteBatch()
     for uid in user_ids:
-        for j in rng.sample(range(len(facts)), min(memories, len(facts))):
+        for n, j in enumerate(rng.sample(range(len(facts)), min(per_user, len(facts)))):
             text, kind = facts[j]
             at = now - timedelta(days=rng.uniform(0, 60))
+            out = n >= memories  # paged out: evicted for room a few days ago
+            if out:
+                at = now - timedelta(days=rng.uniform(1, 10))
             rec = MemoryRecord(
                 memory_id=stable_id("m_", uid, j),
                 user_id=uid,
@@ -143,6 +153,8 @@ def seed(
                 created_at=at,
                 updated_at=at,
                 valid_at=at,
+                status=Status.ARCHIVED if out else Status.ACTIVE,
+                archived_at=at if out else None,
             )
             batch.memories.append(rec)
             batch.vectors[rec.memory_id] = vectors[j]
@@ -316,6 +328,7 @@ def bench_recall(
     zipf: float | None = None,
     session_len: int = 1,
     compare_fit: bool = False,
+    paged: int = 0,
 ) -> dict[str, Any]:
     """Seed, serve, drive; one phase per entry of ``phases`` (default: just ``rate``).
 
@@ -326,7 +339,10 @@ def bench_recall(
     and the same traffic, without seeding twice."""
     rng = random.Random(seed_value)
     budget = settings.hot_cache_budget_mb
-    fitted = max(budget, users * memories * 5 // 4096 + 64)  # ~1 KB a memory, 1.25 allowed
+    if paged < 0:
+        raise ValueError("paged must be >= 0")
+    # ~1 KB a memory, 1.25 allowed (paged-out ones are held too)
+    fitted = max(budget, users * (memories + paged) * 5 // 4096 + 64)
     if fit_cache:  # every seeded user fits: the best case, not production
         budget = fitted
     keyed = {}
@@ -341,7 +357,7 @@ def bench_recall(
                                      now=datetime.now(UTC))  # fmt: skip
             env.settings = env.settings.model_copy(update={"api_keys_file": path})
         started = time.monotonic()
-        user_ids, distinct = seed(env, users, memories, pool, rng)
+        user_ids, distinct = seed(env, users, memories, pool, rng, paged)
         seeded = time.monotonic() - started
         started = time.monotonic()
         for i in range(0, len(user_ids), 50):  # what a node holds after its first recalls:
@@ -384,6 +400,7 @@ def bench_recall(
         "bench": "recall",
         "users": users,
         "memories_per_user": memories,
+        "paged_per_user": paged,
         "memories": users * memories,
         "distinct_facts_embedded": distinct,
         "seed_s": round(seeded, 1),
