@@ -16,6 +16,7 @@ from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
 from schemas.enums import Level, Status
+from schemas.tenants import UserKey
 from sinks.kafka import KafkaBus
 from tests.helpers.lifecycle import T0, record, seed
 from tests.helpers.waiting import wait_for
@@ -195,13 +196,14 @@ def test_a_scope_told_three_times_its_capacity_keeps_every_source_findable(
     assert set(statuses.values()) == {"ACTIVE", "ARCHIVED"}
 
     # the same after a cold load: from the Redis snapshot, then from the stores alone
+    assert runtime.cache.snapshots is not None
     for drop_snapshot in (False, True):
         runtime.cache.invalidate(user_id, tenant="default")
-        if drop_snapshot and runtime.cache.snapshots is not None:
-            from schemas.tenants import UserKey
-
+        if drop_snapshot:
             runtime.cache.snapshots.drop([UserKey("default", user_id)])
+        loads = runtime.cache.snapshot_loads
         idx = runtime.cache.get(user_id, tenant="default")
+        assert runtime.cache.snapshot_loads == loads + (0 if drop_snapshot else 1)
         assert idx.paged is not None and len(idx.paged) == len(archived)
         assert len(idx) == len(active)
         for e in events[::7]:
@@ -228,10 +230,10 @@ def test_a_scope_told_three_times_its_capacity_keeps_every_source_findable(
         assert _recall(api, user_id, e["messages"][0]["content"]) == []
 
 
-def test_a_decayed_memory_stays_out_of_default_recall_an_evicted_one_does_not(
+def test_decayed_and_expired_memories_stay_out_of_default_recall_an_evicted_one_does_not(
     small, runtime, api, user_id
 ) -> None:
-    decays, evicted = seed(
+    decays, evicted, expired = seed(
         small,
         record(user_id, "I used to collect rare seashells", level=Level.APP, app_id=APP),
         record(
@@ -242,6 +244,16 @@ def test_a_decayed_memory_stays_out_of_default_recall_an_evicted_one_does_not(
             status=Status.ARCHIVED,
             archived_at=T0,
             weight=0.7,
+        ),
+        record(  # archived when it expired (its weight still high)
+            user_id,
+            "I have a ferry ticket to Helsinki",
+            level=Level.APP,
+            app_id=APP,
+            status=Status.ARCHIVED,
+            archived_at=T0,
+            weight=0.7,
+            expire_at=T0 - timedelta(minutes=1),
         ),
     )
     # a pass 91 days on archives the first for decay (its weight falls below 0.10)
@@ -255,6 +267,8 @@ def test_a_decayed_memory_stays_out_of_default_recall_an_evicted_one_does_not(
 
     assert decays.memory_id not in ids("rare seashells")
     assert ids("rare seashells", include_archived=True).get(decays.memory_id) == "ARCHIVED"
+    assert expired.memory_id not in ids("ferry ticket to Helsinki")
+    assert ids("ferry ticket Helsinki", include_archived=True).get(expired.memory_id) == "ARCHIVED"
     # an ARCHIVED one still worth keeping (evicted for room) is found by default recall
     assert ids("vintage typewriter").get(evicted.memory_id) == "ARCHIVED"
     # and once it has decayed below the threshold (a year on), no more
