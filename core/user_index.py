@@ -67,7 +67,7 @@ RECORD_BYTES = 125  # with ~15 bytes of margin: the budget is a bound
 # Per index, whatever its size: the object and its attribute dict, the arrays' headers,
 # its lock and helper objects (~1.4 KB more once the ``_expire`` column and ``paged``
 # came: the dict past a resize), with margin.
-INDEX_BYTES = 4096
+INDEX_BYTES = 2048
 
 _LEVELS = list(Level)
 # column codes of the enums, by member and by the value a parsed record holds
