@@ -159,6 +159,7 @@ def _print_phases(phases: list[dict[str, Any]]) -> None:
     for ph in phases:
         hot = ph["hot_cache"]
         cold = hot["cold_load_ms"]
+        paged = f", {hot['paged_held']} paged-out memories" if hot.get("paged_held") else ""
         print(
             f"{ph['mode']:>16}, {ph['clients']} clients: {ph['requests']} recalls, "
             f"{ph['recalls_per_s']}/s, p50 {ph['p50_ms']} ms, p95 {ph['p95_ms']} ms, "
@@ -166,7 +167,8 @@ def _print_phases(phases: list[dict[str, Any]]) -> None:
             f"hit ratio {ph['hit_ratio']}, query-cache hit ratio "
             f"{ph['query_cache_hit_ratio']}; hot cache hit ratio {hot['hit_ratio']}, "
             f"{hot['cold_loads']} cold loads (p50 {cold.get('p50', '-')} / p99 "
-            f"{cold.get('p99', '-')} ms), {hot['users_held']} users held; redis "
+            f"{cold.get('p99', '-')} ms), {hot['users_held']} users held"
+            f"{paged}; redis "
             f"{ph['redis']['cpu_s']} s CPU, {ph['redis']['forks']} forks "
             f"({ph['redis']['children_cpu_s']} s CPU)",
             file=sys.stderr,

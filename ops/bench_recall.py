@@ -197,6 +197,7 @@ def _cache_phase(cache: Any, hits: int, misses: int) -> dict[str, Any]:
             "cold_load_ms": {k: round(v, 2) for k, v in percentiles(cold).items()} if cold else {},
             "cold_load_max_ms": round(max(cold, default=0.0), 2),
             "users_held": len(cache),
+            "paged_held": getattr(cache, "paged_held", 0),
         },
     }
 

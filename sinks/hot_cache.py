@@ -124,6 +124,13 @@ class HotCache:
         with self._lock:
             return self._held
 
+    @property
+    def paged_held(self) -> int:
+        """Paged-out memories held, over every user (a bench figure)."""
+        with self._lock:
+            held = list(self._users.values())
+        return sum(len(idx.paged) for idx in held if idx.paged is not None)
+
     def peek(self, user_id: int, *, tenant: str) -> UserIndex | None:
         return self._peek(UserKey(tenant, user_id))
 
