@@ -299,14 +299,22 @@ class Recaller:
         blobs: dict[str, bytes | None] = {}
         memo: dict[str, MemoryRecord] = {}  # records decode once, when first looked at
         with idx.lock:
-            _search(idx, pred, p.query, qvec, limit, s, memo, dense, lexical, facts, blobs)
+            found = [(idx, *_channels(idx, pred, p.query, qvec, limit, s, memo))]
             paged = idx.paged
             if paged is not None and len(paged):  # the paged-out ones, by the same predicate
                 now_us = (datetime.now(UTC) - record_codec.EPOCH) // _US
                 wide = dataclasses.replace(pred, statuses=pred.statuses | {Status.ARCHIVED})
                 rows = paged.paged_rows(now_us, s)
-                _search(paged, wide, p.query, qvec, limit, s, memo, dense, lexical, facts,
-                        blobs, rows)  # fmt: skip
+                found.append((paged, *_channels(paged, wide, p.query, qvec, limit, s, memo, rows)))
+                found = _top_of_both(found, limit)
+            for held, d, lx in found:
+                if qvec is not None and s.recall_fusion == "hybrid":
+                    d.update(held.cosine(qvec, [m for m in lx if m not in d]))
+                got = held.facts(d.keys() | lx.keys())
+                dense.update(d)
+                lexical.update(lx)
+                facts.update(got)
+                blobs.update({mid: held.blob(mid) for mid in got})  # decoded after the lock
 
         def records(ids: list[str]) -> dict[str, MemoryRecord]:
             return {m: memo.get(m) or shared_decode(blobs[m]) for m in ids}
@@ -388,7 +396,10 @@ class Recaller:
         return [(got[r.memory_id], r) for r in ranked]
 
 
-def _search(
+Channels = tuple[dict[str, float], dict[str, float]]  # dense and lexical hits
+
+
+def _channels(
     idx: UserIndex,
     pred: RecallPredicate,
     query: str,
@@ -396,36 +407,44 @@ def _search(
     limit: int,
     s: Settings,
     memo: dict[str, MemoryRecord],
-    dense: dict[str, float],
-    lexical: dict[str, float],
-    facts: dict[str, Fact],
-    blobs: dict[str, bytes | None],
     among: np.ndarray | None = None,
-) -> None:
+) -> Channels:
     """Under ``idx.lock``: the top ``limit`` of each channel among ``idx``'s rows that
-    ``pred`` (and the mask ``among``) accepts, added to ``dense``, ``lexical``, ``facts``
-    and ``blobs`` (the record bytes: decoded after the lock)."""
+    ``pred`` (and the mask ``among``) accepts."""
     # the columns decide scope and validity; only a tag filter or an as-of read leaves
     # records to test one by one
     rows, exact = idx.allowed(pred)
     if among is not None:
         rows &= among
         if not rows.any():
-            return
+            return {}, {}
     keep = None if exact else pred.matches
-    d: dict[str, float] = {}
-    lx: dict[str, float] = {}
-    if qvec is not None:
-        d = dict(idx.dense(qvec, limit, keep=keep, memo=memo, rows=rows))
+    dense = {} if qvec is None else dict(idx.dense(qvec, limit, keep=keep, memo=memo, rows=rows))
+    lexical: dict[str, float] = {}
     if s.recall_fusion != "dense":
-        lx = dict(idx.lexical(query, limit, keep=keep, memo=memo, rows=rows))
-    if qvec is not None and s.recall_fusion == "hybrid":
-        d.update(idx.cosine(qvec, [m for m in lx if m not in d]))
-    found = idx.facts(d.keys() | lx.keys())
-    dense.update(d)
-    lexical.update(lx)
-    facts.update(found)
-    blobs.update({mid: idx.blob(mid) for mid in found})
+        lexical = dict(idx.lexical(query, limit, keep=keep, memo=memo, rows=rows))
+    return dense, lexical
+
+
+def _top_of_both(
+    found: list[tuple[UserIndex, dict[str, float], dict[str, float]]], limit: int
+) -> list[tuple[UserIndex, dict[str, float], dict[str, float]]]:
+    """The ACTIVE and the paged-out hits as one archive: of each channel, the top
+    ``limit`` over both indexes (what one index holding both would give), so ranking
+    meets no more candidates than without paged-out memories."""
+    out = []
+    for k in (1, 2):
+        scored = sorted((v, mid) for f in found for mid, v in f[k].items())
+        kept = {mid for _, mid in scored[-limit:]}
+        out.append(kept)
+    return [
+        (
+            held,
+            {m: v for m, v in d.items() if m in out[0]},
+            {m: v for m, v in lx.items() if m in out[1]},
+        )
+        for held, d, lx in found
+    ]
 
 
 _create_lock = threading.Lock()

@@ -93,7 +93,9 @@ def allowed(m: MemoryRecord, user: int, q: Query, off_app: str | None) -> bool:
     """The scope rules of DESIGN §6/core.scope, written out independently."""
     if m.user_id != user or m.status is Status.DELETED:
         return False
-    if m.status is Status.ARCHIVED and not q.include_archived:
+    # an ARCHIVED memory still worth keeping (weight 0.8: evicted for room) is paged out
+    # and found by default recall; one archived by decay (weight 0.05) is not (DESIGN §7)
+    if m.status is Status.ARCHIVED and not q.include_archived and m.weight < 0.5:
         return False
     if m.status is Status.SUPERSEDED and q.as_of is None:
         return False
@@ -128,7 +130,7 @@ def build(spec: Spec, users: tuple[int, int], i: int) -> MemoryRecord:
         level=spec.level,
         ownership=spec.ownership,
         mem_type=MemType.SEMANTIC,
-        weight=0.8,
+        weight=0.05 if spec.status is Status.ARCHIVED and i % 2 else 0.8,
         weight_at=spec.valid_at,
         created_at=spec.valid_at,
         updated_at=spec.valid_at,
