@@ -94,8 +94,10 @@ def allowed(m: MemoryRecord, user: int, q: Query, off_app: str | None) -> bool:
     if m.user_id != user or m.status is Status.DELETED:
         return False
     # an ARCHIVED memory still worth keeping (weight 0.8: evicted for room) is paged out
-    # and found by default recall; one archived by decay (weight 0.05) is not (DESIGN §7)
-    if m.status is Status.ARCHIVED and not q.include_archived and m.weight < 0.5:
+    # and found by default recall; one archived by decay (weight 0.05) is not (DESIGN §7).
+    # An as_of read keeps its own path: ARCHIVED only with include_archived
+    paged_out = m.weight >= 0.5 and q.as_of is None
+    if m.status is Status.ARCHIVED and not q.include_archived and not paged_out:
         return False
     if m.status is Status.SUPERSEDED and q.as_of is None:
         return False
