@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core import calibration, clustering, lexical, user_index
+from core import calibration, compression, lexical, user_index
 
 
 class _MallInfo2(ctypes.Structure):
@@ -119,7 +119,7 @@ def lru_caches() -> dict[str, dict[str, int]]:
     first minutes they grow like a leak would; ``entries`` at ``max`` means it stopped."""
     caches = {
         "latin_share": calibration._latin_share,
-        "specifics": clustering._specifics,
+        "compression_shape": compression.shape,
         "stem": lexical._stem,
         "term_counts": lexical.term_counts,
         "shared_decode": user_index.shared_decode,
