@@ -31,7 +31,7 @@ from datetime import datetime
 
 from core.settings import Settings
 from core.timeutil import require_aware
-from core.weights import weight_now
+from core.weights import memory_weight_now
 from schemas.enums import Level, Status
 from schemas.memory import MemoryRecord
 
@@ -260,16 +260,7 @@ def paged_out(m: MemoryRecord, now: datetime, settings: Settings) -> bool:
         return False
     if m.expire_at is not None and require_aware(m.expire_at) <= require_aware(now):
         return False
-    w = weight_now(
-        m.weight,
-        m.weight_at,
-        now,
-        settings,
-        is_important=m.is_important,
-        ownership=m.ownership,
-        custom_tags=m.custom_tags,
-    )
-    return w > settings.archive_threshold
+    return memory_weight_now(m, now, settings) > settings.archive_threshold
 
 
 def important_blocked(

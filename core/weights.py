@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from core.settings import Settings
 from core.timeutil import SECONDS_PER_DAY, days_between, require_aware
@@ -102,6 +102,29 @@ def weight_now(
         settings, is_important=is_important, ownership=ownership, custom_tags=custom_tags
     )
     return decayed_weight(w0, anchor, now, lam=settings.decay_lambda, alpha=alpha)
+
+
+class Weighted(Protocol):
+    """What :func:`memory_weight_now` reads of a memory (a MemoryRecord, a scanned row)."""
+
+    weight: float
+    weight_at: datetime
+    is_important: bool
+    ownership: Ownership
+    custom_tags: Mapping[str, Any]
+
+
+def memory_weight_now(m: Weighted, now: datetime, settings: Settings) -> float:
+    """:func:`weight_now` of a memory, its marks read from it."""
+    return weight_now(
+        m.weight,
+        m.weight_at,
+        now,
+        settings,
+        is_important=m.is_important,
+        ownership=m.ownership,
+        custom_tags=m.custom_tags,
+    )
 
 
 def weight_at_us(

@@ -39,7 +39,7 @@ from core.capacity import (
 from core.hashing import change_id_for, content_hash, stable_id
 from core.settings import Settings
 from core.user_index import UserIndex
-from core.weights import initial_weight, weight_now
+from core.weights import initial_weight, memory_weight_now
 from dataflows.ingest.consolidate import make_room
 from dataflows.ingest.items import Applied, Extracted, FactItem
 from dataflows.runtime import Runtime
@@ -438,15 +438,7 @@ class Writer:
                 m.memory_id,
                 m.level,
                 m.app_id,
-                weight_now(
-                    m.weight,
-                    m.weight_at,
-                    now,
-                    settings,
-                    is_important=m.is_important,
-                    ownership=m.ownership,
-                    custom_tags=m.custom_tags,
-                ),
+                memory_weight_now(m, now, settings),
                 m.last_recalled_at,
                 m.is_important,
             )

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from core.settings import Settings
 from core.timeutil import days_between, require_aware
-from core.weights import initial_weight, recover, weight_now
+from core.weights import initial_weight, memory_weight_now, recover
 from schemas.enums import Ownership, Status
 from schemas.memory import MemoryRecord
 
@@ -76,15 +76,7 @@ class Planned:
 
 
 def decayed(m: Lifecycled, now: datetime, settings: Settings) -> float:
-    return weight_now(
-        m.weight,
-        m.weight_at,
-        now,
-        settings,
-        is_important=m.is_important,
-        ownership=m.ownership,
-        custom_tags=m.custom_tags,
-    )
+    return memory_weight_now(m, now, settings)
 
 
 def plan_memory(m: Lifecycled, now: datetime, settings: Settings) -> Planned | None:
