@@ -91,6 +91,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
             ],
         )
     text = body.content.strip()
+    text_hash = content_hash(text)
     memory_id = stable_id("m_", *id_parts(cmd.tenant_id, cmd.user_id, cmd.command_id, 0))
     idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     batch = WriteBatch()
@@ -100,16 +101,14 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
         # memory exists only when the same request_id was applied before (Redis lost)
         mine = idx.records.get(memory_id)
         if mine is not None:
-            same = mine.content_hash == content_hash(text)
+            same = mine.content_hash == text_hash
             answer = (
                 ok({"memory_id": memory_id, "duplicate": False})
                 if same
                 else error(ErrorCode.REQUEST_CONFLICT, "request_id reused with another content")
             )
             return Applied(batch, command_results=[(cmd.command_id, answer)])
-        existing = idx.by_hash.find(
-            content_hash(text), duplicate_scope(level, body.app_id, body.session_id)
-        )
+        existing = idx.by_hash.find(text_hash, duplicate_scope(level, body.app_id, body.session_id))
         if existing is not None:
             return Applied(
                 batch,
@@ -140,7 +139,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
             user_id=cmd.user_id,
             tenant_id=cmd.tenant_id,
             content=text,
-            content_hash=content_hash(text),
+            content_hash=text_hash,
             level=level,
             ownership=body.ownership,
             mem_type=body.mem_type,

@@ -85,16 +85,9 @@ def build_flow(
         origin = Origin(
             msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value, _ts_s(msg)
         )
-        if msg.topic == commands_topic:
-            return guarded(
-                "parse",
-                lambda: parse_command(origin, rt.settings, rt.memories.cipher),
-                lambda reason: Rejected(reason, origin),
-            )
+        parser = parse_command if msg.topic == commands_topic else parse_conversation
         return guarded(
-            "parse",
-            lambda: parse_conversation(origin, rt.settings, rt.memories.cipher),
-            lambda reason: Rejected(reason, origin),
+            "parse", lambda: parser(origin, rt.settings, keys), lambda r: Rejected(r, origin)
         )
 
     def gate(msgs: list[KafkaSourceMessage]) -> list:
