@@ -119,6 +119,29 @@ class FlowMetrics:
 INGEST = FlowMetrics("ingest")
 LIFECYCLE = FlowMetrics("lifecycle")
 
+INGEST_STAGE = Counter(
+    "memstream_ingest_stage_seconds",
+    "wall seconds the ingest flow spent in each step (parse, window, extract, seal, "
+    "embed_load, embed_model, write, sink_clickhouse, sink_milvus, sink_changes, "
+    "sink_cache, sink_tasks); shares of their sum tell where ingest time goes",
+    ["stage"],
+)
+_STAGES: dict[str, Counter] = {}
+
+
+@contextmanager
+def ingest_stage(stage: str) -> Iterator[None]:
+    """Add the wall time of the block to ``memstream_ingest_stage_seconds{stage}``."""
+    child = _STAGES.get(stage)
+    if child is None:
+        child = _STAGES[stage] = INGEST_STAGE.labels(stage)
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        child.inc(time.perf_counter() - started)
+
+
 # --- models (models.llm, models.degrade, dataflows.ingest.consolidate) ------------
 LLM_CALLS = Counter(
     "memstream_llm_calls_total",

@@ -25,6 +25,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -57,6 +58,10 @@ _SELECT = select_list(MEMORY_COLUMNS)  # times as epoch ms: see sinks.stored_row
 
 def _iso(at: datetime | None) -> str | None:
     return at.isoformat() if at is not None else None
+
+
+def _untimed(part: str) -> AbstractContextManager:
+    return nullcontext()
 
 
 @dataclass
@@ -106,7 +111,11 @@ class MemoryStore:
         self._listeners.append(listener)
 
     # ------------------------------------------------------------------ writes
-    def write(self, batch: WriteBatch) -> None:
+    def write(
+        self, batch: WriteBatch, timed: Callable[[str], AbstractContextManager] = _untimed
+    ) -> None:
+        """``timed(part)``: a context that times each part (``clickhouse``, ``milvus``,
+        ``changes``, ``cache``); the ingest sink counts them per stage."""
         if not batch:
             return
         for tenant, user_id in sorted(set(batch.shred_users)):
@@ -118,23 +127,27 @@ class MemoryStore:
             self.cipher.prefetch(users, tenant)
         version = time.time_ns()
         ch = self.stores.clickhouse
-        ch.insert("memories", [self._row(m, version) for m in batch.memories], MEMORY_COLUMNS)
-        ch.insert(
-            "memory_changelog", [self._change_row(c) for c in batch.changes], CHANGELOG_COLUMNS
-        )
-        if batch.purge_ids:
-            self._purge(sorted(set(batch.purge_ids)))
-        for tenant, user_id in sorted(set(batch.shred_users)):
-            self._forget_plain_hashes(user_id, tenant)
+        with timed("clickhouse"):
+            rows = [self._row(m, version) for m in batch.memories]
+            ch.insert("memories", rows, MEMORY_COLUMNS)
+            changes = [self._change_row(c) for c in batch.changes]
+            ch.insert("memory_changelog", changes, CHANGELOG_COLUMNS)
+            if batch.purge_ids:
+                self._purge(sorted(set(batch.purge_ids)))
+            for tenant, user_id in sorted(set(batch.shred_users)):
+                self._forget_plain_hashes(user_id, tenant)
         for m in batch.memories:
             m.version = version
-        self._write_milvus(batch)
-        self._publish(batch)
-        for listener in self._listeners:
-            try:
-                listener(batch)
-            except Exception:
-                log.exception("write listener failed")
+        with timed("milvus"):
+            self._write_milvus(batch)
+        with timed("changes"):
+            self._publish(batch)
+        with timed("cache"):
+            for listener in self._listeners:
+                try:
+                    listener(batch)
+                except Exception:
+                    log.exception("write listener failed")
 
     def _purge(self, ids: list[str]) -> None:
         """Physical purge: every version leaves every read at once (lightweight DELETE; the

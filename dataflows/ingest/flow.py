@@ -22,6 +22,7 @@ from bytewax.connectors.kafka import KafkaSourceMessage
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 
+from core import metrics
 from dataflows.ingest import management  # noqa: F401  (registers the management commands)
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.embed import embed_all
@@ -95,6 +96,10 @@ def build_flow(
         the batch's data keys are read (and a new user's made) in one round trip too,
         not one by one where a value is opened, sealed or snapshotted."""
         # the Kafka key names the user, not the tenant: this warms tenant default's keys
+        with metrics.ingest_stage("parse"):
+            return _gate(msgs)
+
+    def _gate(msgs: list[KafkaSourceMessage]) -> list:
         keys.prefetch(u for m in msgs if (u := _key_user(m.key)) is not None)
         items = [parse(m) for m in msgs]
         users = [
@@ -138,12 +143,13 @@ def build_flow(
         )
 
     def run_extract(batch):
-        rt.tasks.processing([(i.event.tenant_id, i.task_id) for i in batch.events])
-        return guarded(
-            "extract",
-            lambda: extract(rt.llm, batch),
-            lambda reason: refused_batch(batch.events, reason),
-        )
+        with metrics.ingest_stage("extract"):
+            rt.tasks.processing([(i.event.tenant_id, i.task_id) for i in batch.events])
+            return guarded(
+                "extract",
+                lambda: extract(rt.llm, batch),
+                lambda reason: refused_batch(batch.events, reason),
+            )
 
     def write(state, item):
         def refused(reason: str) -> Applied:
@@ -155,6 +161,10 @@ def build_flow(
             bad = refused_batch(item.tasks, reason).failures
             return Applied(WriteBatch(), [r for b in bad for r in failed_task(b)], rejected=bad)
 
+        with metrics.ingest_stage("write"):
+            return _write(state, item, refused)
+
+    def _write(state, item, refused):
         fence = state  # when the user was last purged whole (dataflows.ingest.fence)
         if isinstance(item, IncomingCommand):
             out = guarded("write", lambda: apply_command(writer, item), refused)
@@ -180,18 +190,20 @@ def build_flow(
     is_cmd = op.branch("is_cmd", is_conv.falses, lambda x: isinstance(x, IncomingCommand))
     windows = op.stateful("window", op.key_on("by_session", is_conv.trues, window_key), window)
     extracted = op.map("extract", op.key_rm("unkey_window", windows), run_extract)  # Extracted
+
     # sealed while collected: the collect step snapshots what it holds at an epoch's end
-    sealed = op.map(
-        "seal",
-        extracted,
-        lambda x: SealedItem.seal(keys, x.user_id, x, x.tenant_id, (i.task_id for i in x.tasks)),
-    )
+    def seal(x: Extracted) -> SealedItem:
+        with metrics.ingest_stage("seal"):
+            return SealedItem.seal(keys, x.user_id, x, x.tenant_id, (i.task_id for i in x.tasks))
+
+    sealed = op.map("seal", extracted, seal)
     # one shard per worker: a user's batches on the worker that owns their writer
     shard = op.key_on("embed_shard", sealed, lambda x: embed_shard(_user_key(x), workers))
     groups = op.collect("embed_batch", shard, timeout=timedelta(milliseconds=20), max_size=64)
 
     def embed(kv: tuple[str, list[SealedItem]]) -> list:
-        batches = opened(kv[1])
+        with metrics.ingest_stage("seal"):
+            batches = opened(kv[1])
         if embedded is not None:
             embedded.add(shard_worker(kv[0], workers), sum(len(b.facts) for b in batches))
 

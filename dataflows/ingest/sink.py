@@ -99,6 +99,10 @@ def send_to_dlq(rt: Runtime, rejected: list[Rejected]) -> None:
         bus.flush(10)
 
 
+def _sink_stage(part: str):
+    return metrics.ingest_stage(f"sink_{part}")
+
+
 class _Partition(StatelessSinkPartition[Applied]):
     def __init__(self, rt: Runtime):
         self.rt = rt
@@ -109,9 +113,10 @@ class _Partition(StatelessSinkPartition[Applied]):
 
     def _write(self, items: list[Applied]) -> None:
         merged = merge_applied(items)
-        self.rt.memories.write(merged.batch)
-        send_to_dlq(self.rt, merged.rejected)
-        self.rt.tasks.finish(merged.results)
+        self.rt.memories.write(merged.batch, _sink_stage)
+        with metrics.ingest_stage("sink_tasks"):
+            send_to_dlq(self.rt, merged.rejected)
+            self.rt.tasks.finish(merged.results)
         m = metrics.INGEST  # durable now: count what this write made so
         m.batch_sink.observe(len(items))
         m.dlq.inc(len(merged.rejected))

@@ -21,6 +21,7 @@ from typing import Self
 
 from bytewax.operators import StatefulLogic
 
+from core import metrics
 from dataflows.ingest.items import Incoming, TurnBatch
 from schemas.errors import ErrorCode
 from schemas.events import Message
@@ -134,6 +135,10 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindo
         self.deadline = now + (self.gap if self.state.pending else IDLE_TTL)
 
     def on_item(self, value: Incoming) -> tuple[list[TurnBatch], bool]:
+        with metrics.ingest_stage("window"):
+            return self._on_item(value)
+
+    def _on_item(self, value: Incoming) -> tuple[list[TurnBatch], bool]:
         self.user_id, self.tenant_id = value.event.user_id, value.event.tenant_id
         self.state.pending.append(value)
         turns = sum(len(i.event.messages) for i in self.state.pending)
@@ -154,6 +159,10 @@ class SessionWindow(StatefulLogic[Incoming, TurnBatch, WindowState | SealedWindo
         return self.deadline
 
     def snapshot(self) -> WindowState | SealedWindow:
+        with metrics.ingest_stage("window"):
+            return self._snapshot()
+
+    def _snapshot(self) -> WindowState | SealedWindow:
         state = WindowState(list(self.state.pending), list(self.state.context))
         if self.keys is None or self.user_id is None:
             return state  # no keys (tests) or nothing of a user held yet

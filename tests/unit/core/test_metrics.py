@@ -122,3 +122,19 @@ def test_the_breaker_gauge_reads_the_breakers_state_when_scraped() -> None:
     assert breaker.allow()
     breaker.success()
     assert sample("memstream_recall_breaker_state") == 0
+
+
+def test_an_ingest_stage_adds_its_wall_time_even_when_it_raises() -> None:
+    def seconds(stage: str) -> float:
+        return (
+            REGISTRY.get_sample_value("memstream_ingest_stage_seconds_total", {"stage": stage})
+            or 0.0
+        )
+
+    before = seconds("probe")
+    with metrics.ingest_stage("probe"):
+        time.sleep(0.02)
+    with pytest.raises(RuntimeError), metrics.ingest_stage("probe"):
+        time.sleep(0.01)
+        raise RuntimeError("a failed step still took its time")
+    assert 0.03 <= seconds("probe") - before < 1.0
