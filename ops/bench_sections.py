@@ -66,6 +66,8 @@ def _recall(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
 
 
 def _ingest(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
+    if "dataset" in r:
+        return _ingest_data(r)
     sat, fresh, s = r["node"]["saturation"], r["node"]["freshness"], r["series"]
     lat = _lat(r["freshness_p50_ms"], r["freshness_p95_ms"], r["freshness_p99_ms"],
                r["freshness_max_ms"])  # fmt: skip
@@ -95,6 +97,31 @@ def _ingest(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
     lines += _image(charts.node(s["node_saturation"], out / "ingest-node.png",
                                 "ingest (saturation): node CPU and RSS"), "ingest node")  # fmt: skip
     return rows, lines
+
+
+def _ingest_data(r: dict[str, Any]) -> tuple[list[Row], list[str]]:
+    """``bench ingest --dataset``: rates against the embedder's, and the step table."""
+    node, st, bound = r["node"], r["stages"], r["embedder_batch"]
+    rows = [_row(f"ingest {r['dataset']}", f"{r['turns_per_s']} turns/s, "
+                 f"{r['memories_per_s']} memories/s", "-", node.get("cpu_cores_mean"),
+                 node.get("rss_mb_max"), f"embedder alone {bound['per_s']}/s; failed "
+                 f"{r['failed_tasks']}, missing {r['missing_tasks']}")]  # fmt: skip
+    lines = [
+        f"{r['dataset']}: {r['tasks']} conversations, {r['turns']} turns of {r['users']} "
+        f"users produced at once, capacity {r['capacity']}, {r['workers']} worker(s): "
+        f"{r['turns_per_s']} turns/s, {r['memories_per_s']} memories/s "
+        f"({r['memories_per_turn']} a turn) over {r['elapsed_s']} s. The embedder alone on "
+        f"the stored texts: {bound['per_s']} passages/s (memories/s is "
+        f"x{r['memories_per_s_vs_embedder']} of it). Embedder {r['embedder']}, LLM {r['llm']}.",
+        "",
+        f"Where the flow's time went ({st['steps_s']} s in its steps over {st['wall_s']} s):",
+        "",
+        "| step | seconds | share |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {k} | {v} | {st['share_of_steps'].get(k, 0):.1%} |"
+              for k, v in st["seconds"].items()]  # fmt: skip
+    return rows, [*lines, ""]
 
 
 def _budget(ms: dict[str, Any], base: dict[str, dict]) -> list[str]:
