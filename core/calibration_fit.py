@@ -1,6 +1,6 @@
 """Fitting the knots of ``core.calibration`` from labelled pairs (pure; no I/O).
 
-``ops.quality_calibrate`` builds the pairs from the ``bench quality`` generator and
+``ops.bench.quality.calibrate`` builds the pairs from the ``bench quality`` generator and
 says why these probabilities: relevance 0 and 0.3 at the 0.05 and 0.3 points of a
 logistic fitted on *meaning* pairs, relevance 1 at the 0.975 point of one fitted on a
 user's *near* pairs.

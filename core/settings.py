@@ -195,7 +195,7 @@ class Settings(BaseSettings):
     recall_fusion: Literal["hybrid", "dense", "lexical"] = "hybrid"
     # Knots (lo, cut, hi) of the dense calibration, in cosine-above-background units
     # (core.calibration): relevance 0, 0.3, 1. None = the table entry for the embedder
-    # (or the generic one). Fit one with `python -m ops.quality_calibrate`.
+    # (or the generic one). Fit one with `python -m ops.bench.quality.calibrate`.
     dense_calibration: tuple[float, float, float] | None = None
     default_top_k: int = Field(10, ge=1, le=200)
     recall_timeout_ms: int = Field(500, ge=1, le=60000)

@@ -133,7 +133,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
     """Commands whose modules live beside this one; each registers its own parser."""
     from ops import (
-        bench_cmd,
         extract_cmd,
         keys_cmd,
         lifecycle_cmd,
@@ -143,6 +142,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         tail_cmd,
         transfer_cmd,
     )
+    from ops.bench import cmd as bench_cmd
 
     for mod in (
         extract_cmd,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ops.quality_budget import KEYS
-from ops.quality_data import TYPES
+from ops.bench.quality.budget import KEYS
+from ops.bench.quality.data import TYPES
 from tests.helpers.bench_report import assert_report_charts
 from tests.helpers.stack_cli import cli, private_stack_env
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.quality_budget import KEYS
+from ops.bench.quality.budget import KEYS
 from tests.helpers.quality_fixtures import write_madial, write_realmem
 from tests.helpers.stack_cli import cli, private_stack_env
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.bench_soak import MIX
+from ops.bench.soak import MIX
 from tests.helpers.bench_report import assert_report_charts
 from tests.helpers.stack_cli import cli, private_stack_env
 

@@ -1,6 +1,6 @@
 """A real node on its own Kafka broker and Redis, for fault tests that stop those servers.
 
-Started as ``ops.bench_soak`` does it: Kafka and Redis on free ports in a temporary data
+Started as ``ops.bench.soak`` does it: Kafka and Redis on free ports in a temporary data
 dir (ops.stack), the node as a subprocess (``ops.stack.start_node``) on the same dir, so
 stopping a server never touches the session's shared ones. ``Load`` produces one
 distinct fact per event straight to ``memory.conversations`` (as a chat platform would)

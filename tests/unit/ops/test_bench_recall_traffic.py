@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from ops.bench_recall import traffic
+from ops.bench.recall import traffic
 
 USERS = list(range(100, 200))
 

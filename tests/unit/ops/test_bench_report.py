@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from ops import bench_all, bench_charts, bench_compare, bench_report
-from ops.bench_env import rate_series
-from ops.bench_machine import machine_info
-from ops.bench_sampler import ProcSampler
+from ops.bench import charts as bench_charts
+from ops.bench import compare as bench_compare
+from ops.bench import report as bench_report
+from ops.bench import suite as bench_all
+from ops.bench.env import rate_series
+from ops.bench.machine import machine_info
+from ops.bench.sampler import ProcSampler
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -1,7 +1,7 @@
 """bench soak's account of the node: heaps in MB, counts in entries, and the chart of both."""
 
-from ops import bench_charts
-from ops.bench_soak import _account, _span, counts, heaps
+from ops.bench import charts as bench_charts
+from ops.bench.soak import _account, _span, counts, heaps
 
 STATS = {
     "python": {"malloc": {"in_use_bytes": 300 * 2**20}, "arrow": {"allocated_bytes": 2**21}},

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ops.bench_soak import _slope
+from ops.bench.soak import _slope
 
 
 def test_a_steady_climb_is_its_rate_per_minute() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ops.quality_baselines import Ask, Doc, rank, rrf
+from ops.bench.quality.baselines import Ask, Doc, rank, rrf
 
 
 class BagOfWords:

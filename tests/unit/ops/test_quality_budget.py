@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ops.quality_budget import BUDGETS, KEYS, budget_recall, budget_scores, fitting, top_chars
-from ops.quality_metrics import score, summarize
+from ops.bench.quality.budget import BUDGETS, KEYS, budget_recall, budget_scores, fitting, top_chars
+from ops.bench.quality.metrics import score, summarize
 
 # results best first: their source ids and their texts (300, 150, 100, 600, 50 chars)
 RANKED = [["x"], ["a", "b"], ["y"], ["c"], ["d"]]

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from core.lexical import tokenize
-from ops.quality_data import BANKS, FRIEND, OWNER, TYPES, Dataset, generate
+from ops.bench.quality.data import BANKS, FRIEND, OWNER, TYPES, Dataset, generate
 from schemas.events import ConversationEvent
 
 HAN = re.compile(r"[\u4e00-\u9fff]")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ops.quality_metrics import (
+from ops.bench.quality.metrics import (
     first_rank,
     first_ranks,
     kept_share,
@@ -97,7 +97,7 @@ def test_recalled_chars_is_the_mean_length_of_the_top_10_together() -> None:
 
 
 def test_first_ranks_tells_where_each_system_put_the_evidence() -> None:
-    from ops.quality_data import Question
+    from ops.bench.quality.data import Question
 
     q = Question("q1", 1, "en", "single", "where?", ("a",))
     got = first_ranks([q], {"ours": {"q1": [["x"], ["a"]]}, "base": {"q1": [["x"]] * 10 + [["a"]]}})

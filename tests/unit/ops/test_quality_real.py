@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ops import quality_madial, quality_realmem
-from ops.quality_real import DatasetError
+from ops.bench.quality import madial as quality_madial
+from ops.bench.quality import realmem as quality_realmem
+from ops.bench.quality.real import DatasetError
 from tests.helpers.quality_fixtures import write_madial, write_realmem
 
 

@@ -1,7 +1,7 @@
 """``bench quality --dataset realmem|madial-zh|madial-en``: public conversations replayed
 through memstream as a client would, scored next to raw-text baselines (issue 32).
 
-On a throw-away local stack (``ops.bench_env``) with the configured extractor and
+On a throw-away local stack (``ops.bench.env``) with the configured extractor and
 embedder, the ingest flow in-process and the API over HTTP (uvicorn in-process):
 
 - RealMem: every persona's sessions are produced to ``memory.conversations`` (``app_id``
@@ -12,9 +12,9 @@ embedder, the ingest flow in-process and the API over HTTP (uvicorn in-process):
   /memory/v1/add_structured`` in date order, then every question is asked.
 
 Every question goes to ``POST /memory/v1/recall`` (top ``DEPTH``, ``min_relevance`` 0,
-the configured fusion) and to the raw-text baselines of ``ops.quality_baselines`` (BM25,
+the configured fusion) and to the raw-text baselines of ``ops.bench.quality.baselines`` (BM25,
 dense, RRF hybrid) over the same texts, the same visible part; each system is scored
-with ``ops.quality_metrics`` (recall@k and the budget figures of ``ops.quality_budget``).
+with ``ops.bench.quality.metrics`` (recall@k and the budget figures of ``ops.bench.quality.budget``).
 """
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ from typing import Any
 import httpx
 
 from core.settings import Settings
-from ops import quality_baselines
-from ops.bench_env import BenchStack, bench_stack, percentiles
-from ops.bench_ingest import send_events, start_ingest, wait_done
-from ops.bench_quality import capacity_overrides
-from ops.bench_recall import serve_api
-from ops.bench_sampler import ProcSampler
-from ops.quality_ask import APP, TOP_K
-from ops.quality_baselines import DEPTH, Answer
-from ops.quality_budget import BUDGETS
-from ops.quality_data import Question
-from ops.quality_metrics import first_ranks, paired, ratios, recalled_chars, score, summarize
-from ops.quality_real import Replay
+from ops.bench.env import BenchStack, bench_stack, percentiles
+from ops.bench.ingest import send_events, start_ingest, wait_done
+from ops.bench.quality import baselines as quality_baselines
+from ops.bench.quality.ask import APP, TOP_K
+from ops.bench.quality.baselines import DEPTH, Answer
+from ops.bench.quality.budget import BUDGETS
+from ops.bench.quality.data import Question
+from ops.bench.quality.generated import capacity_overrides
+from ops.bench.quality.metrics import first_ranks, paired, ratios, recalled_chars, score, summarize
+from ops.bench.quality.real import Replay
+from ops.bench.recall import serve_api
+from ops.bench.sampler import ProcSampler
 from schemas.tenants import DEFAULT_TENANT
 
 

@@ -21,9 +21,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ops.quality_baselines import Doc
-from ops.quality_data import Question
-from ops.quality_real import DatasetError, Replay, need, query_text
+from ops.bench.quality.baselines import Doc
+from ops.bench.quality.data import Question
+from ops.bench.quality.real import DatasetError, Replay, need, query_text
 
 FIRST_USER_ID = 9_000_000
 FOLDERS = {"zh": "ch", "en": "en"}

@@ -19,7 +19,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from ops.bench_env import percentiles
+from ops.bench.env import percentiles
 
 
 class _Conn:

@@ -3,10 +3,10 @@
 
 ``all`` runs each bench at a small size (``SIZES``) on its own throw-away stack, one
 after the other (they would measure each other if run together), each in a process of
-its own (``python -m ops.bench_all NAME SIZE OUT``: chDB opens one data dir per process,
+its own (``python -m ops.bench.suite NAME SIZE OUT``: chDB opens one data dir per process,
 and one bench's threads and caches must not weigh on the next); one that fails is
 recorded with its error in the report and the others still run. The report is
-``ops.bench_report``'s, with a summary table over every bench.
+``ops.bench.report``'s, with a summary table over every bench.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from core.settings import Settings, SettingsError, get_settings
-from ops import bench_compare, bench_report
+from ops.bench import compare as bench_compare
+from ops.bench import report as bench_report
 
 NAMES = ("recall", "ingest", "quality", "soak")
 
@@ -53,25 +54,25 @@ SMALL_MINUTES = "about 9"
 
 
 def _recall(s: Settings, size: dict[str, Any]) -> dict[str, Any]:
-    from ops.bench_recall import bench_recall
+    from ops.bench.recall import bench_recall
 
     return bench_recall(s, rate=size["phases"][0], **size)
 
 
 def _ingest(s: Settings, size: dict[str, Any]) -> dict[str, Any]:
-    from ops.bench_ingest import bench_ingest
+    from ops.bench.ingest import bench_ingest
 
     return bench_ingest(s, **size)
 
 
 def _quality(s: Settings, size: dict[str, Any]) -> dict[str, Any]:
-    from ops.bench_quality import bench_quality
+    from ops.bench.quality.generated import bench_quality
 
     return bench_quality(s, **size)
 
 
 def _soak(s: Settings, size: dict[str, Any]) -> dict[str, Any]:
-    from ops.bench_soak import bench_soak
+    from ops.bench.soak import bench_soak
 
     return bench_soak(s, **size)
 
@@ -169,7 +170,7 @@ def _in_child(name: str, size: dict[str, Any]) -> dict[str, Any]:
     """Run one bench in a fresh process (its progress on our stderr); its JSON."""
     with tempfile.TemporaryDirectory(prefix="memstream-bench-all-") as tmp:
         out = Path(tmp) / f"{name}.json"
-        cmd = [sys.executable, "-m", "ops.bench_all", name, json.dumps(size), str(out)]
+        cmd = [sys.executable, "-m", "ops.bench.suite", name, json.dumps(size), str(out)]
         done = subprocess.run(cmd, env=os.environ.copy(), stdout=sys.stderr, check=False)
         if out.exists():
             return json.loads(out.read_text(encoding="utf-8"))

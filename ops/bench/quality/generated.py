@@ -1,7 +1,7 @@
 """`memstream bench quality`: how much of what was said memstream finds again.
 
-On a throw-away local stack (``ops.bench_env``) with the configured extractor and
-embedder: ``ops.quality_data`` generates seeded two-person chats (English and Chinese)
+On a throw-away local stack (``ops.bench.env``) with the configured extractor and
+embedder: ``ops.bench.quality.data`` generates seeded two-person chats (English and Chinese)
 with evidence-labelled questions; every session goes in as one event through the real
 Kafka path (``memory.conversations``, ``app_id`` "bench" so the per-app capacity of
 DESIGN §7 applies) to the ingest flow running in-process; answers come through
@@ -15,8 +15,8 @@ channel alone) — over the same ingested store: between passes the bench switch
 ``recall_fusion`` on the in-process ``Services`` (the API has no such knob). Deleted
 questions come last: the bench deletes (``POST /memory/v1/delete``) every memory
 whose sources hold the turn, then asks. The same questions go to two raw-turn
-baselines (``ops.quality_baselines``: bm25, dense and their RRF hybrid); the scores are
-``ops.quality_metrics``, with evidence recall at context budgets (``ops.quality_budget``).
+baselines (``ops.bench.quality.baselines``: bm25, dense and their RRF hybrid); the scores are
+``ops.bench.quality.metrics``, with evidence recall at context budgets (``ops.bench.quality.budget``).
 Every system answers ``DEPTH`` (50) deep so that the 4,000-character budget can fill.
 """
 
@@ -27,14 +27,15 @@ import time
 from typing import Any
 
 from core.settings import Settings
-from ops import quality_baselines, quality_metrics
-from ops.bench_env import BenchStack, bench_stack, percentiles
-from ops.bench_ingest import send_events, start_ingest, wait_done
-from ops.bench_sampler import ProcSampler
-from ops.quality_ask import APP, TOP_K, answer_all, sources
-from ops.quality_baselines import DEPTH, Answer
-from ops.quality_budget import BUDGETS
-from ops.quality_data import TYPES, Dataset, generate
+from ops.bench.env import BenchStack, bench_stack, percentiles
+from ops.bench.ingest import send_events, start_ingest, wait_done
+from ops.bench.quality import baselines as quality_baselines
+from ops.bench.quality import metrics as quality_metrics
+from ops.bench.quality.ask import APP, TOP_K, answer_all, sources
+from ops.bench.quality.baselines import DEPTH, Answer
+from ops.bench.quality.budget import BUDGETS
+from ops.bench.quality.data import TYPES, Dataset, generate
+from ops.bench.sampler import ProcSampler
 from schemas.enums import Status
 from schemas.tenants import DEFAULT_TENANT
 

@@ -1,7 +1,7 @@
 """Fit the dense calibration of an embedding model (``core.calibration``) offline.
 
-``python -m ops.quality_calibrate [--users 20] [--sessions 20] [--lang both]`` embeds
-the seeded chats of ``bench quality`` (``ops.quality_data``, no stack needed) with the
+``python -m ops.bench.quality.calibrate [--users 20] [--sessions 20] [--lang both]`` embeds
+the seeded chats of ``bench quality`` (``ops.bench.quality.data``, no stack needed) with the
 configured embedder and prints the table row to paste into ``core.calibration.MODELS``.
 
 Two sets of (question, turn) pairs, each turn's ``x = cos − background``
@@ -46,8 +46,8 @@ from core.calibration import (
     latin_share,
 )
 from core.calibration_fit import fit_knots
-from ops.quality_baselines import turn_text
-from ops.quality_data import Dataset, generate
+from ops.bench.quality.baselines import turn_text
+from ops.bench.quality.data import Dataset, generate
 
 
 @dataclass
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.settings import get_settings
     from models.factory import build_embedder
 
-    p = argparse.ArgumentParser(prog="python -m ops.quality_calibrate", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m ops.bench.quality.calibrate", description=__doc__)
     p.add_argument("--users", type=int, default=20)
     p.add_argument("--sessions", type=int, default=20)
     p.add_argument("--seed", type=int, default=7)

@@ -25,8 +25,8 @@ from core.settings import Settings
 from dataflows.ingest.flow import build_flow
 from dataflows.ingest.shards import WorkerCounts
 from dataflows.runner import FlowThread
-from ops.bench_env import BenchStack, bench_stack, percentiles, rate_series
-from ops.bench_sampler import ProcSampler
+from ops.bench.env import BenchStack, bench_stack, percentiles, rate_series
+from ops.bench.sampler import ProcSampler
 from schemas.events import TOPIC_CONVERSATIONS
 from schemas.tenants import DEFAULT_TENANT
 

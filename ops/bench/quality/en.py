@@ -1,9 +1,9 @@
 """English bank of ``bench quality``: how two friends chat, what they tell each other,
-and the questions an agent later asks about it (shapes in ``ops.quality_kinds``)."""
+and the questions an agent later asks about it (shapes in ``ops.bench.quality.kinds``)."""
 
 from __future__ import annotations
 
-from ops.quality_kinds import Bank, Change, Kind, Series
+from ops.bench.quality.kinds import Bank, Change, Kind, Series
 
 
 def L(text: str) -> tuple[str, ...]:  # noqa: N802  (a list literal, ';'-separated)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ops.quality_data import TYPES
+from ops.bench.quality.data import TYPES
 
 COLS = ("recall@1", "recall@5", "recall@10", "hit@10")
 
@@ -130,7 +130,7 @@ def budget_table(result: dict[str, Any]) -> str:
 
 
 def replay_table(result: dict[str, Any]) -> str:
-    """The readable summary of a public-dataset run (``ops.quality_replay``)."""
+    """The readable summary of a public-dataset run (``ops.bench.quality.replay``)."""
     c, ing, ms = result["config"], result["ingest"], result["memstream"]
     size = f"limit {c['limit']}" if c.get("limit") else "whole"
     lines = [

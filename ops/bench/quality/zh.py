@@ -1,9 +1,9 @@
-"""Chinese bank of ``bench quality``: the same kinds of chat as ``ops.quality_en``,
-written as Chinese speakers talk (shapes in ``ops.quality_kinds``)."""
+"""Chinese bank of ``bench quality``: the same kinds of chat as ``ops.bench.quality.en``,
+written as Chinese speakers talk (shapes in ``ops.bench.quality.kinds``)."""
 
 from __future__ import annotations
 
-from ops.quality_kinds import Bank, Change, Kind, Series
+from ops.bench.quality.kinds import Bank, Change, Kind, Series
 
 
 def L(text: str) -> tuple[str, ...]:  # noqa: N802  (a list literal, ';'-separated)

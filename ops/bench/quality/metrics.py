@@ -12,7 +12,7 @@ several for a consolidated one). Per question, with E the evidence ids:
   deleted question is not a goal and is left out of every mean).
 
 With the results' contents, also evidence recall at 500 / 1,000 / 2,000 / 4,000 characters
-and the characters of the top 10 (``ops.quality_budget``: what an agent pays for).
+and the characters of the top 10 (``ops.bench.quality.budget``: what an agent pays for).
 
 ``summarize`` averages per type, per language and overall (overall: the recall and budget
 metrics of every type but deleted); ``ratios`` divides one system's summary by another's, metric by metric.
@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ops.quality_budget import KEYS as BUDGET
-from ops.quality_budget import budget_scores
+from ops.bench.quality.budget import KEYS as BUDGET
+from ops.bench.quality.budget import budget_scores
 
 Ranked = Sequence[Sequence[str]]  # results, best first; each: its source msg_ids
 KS = (1, 5, 10)
@@ -57,7 +57,7 @@ def score(
     contents: Sequence[str] | None = None,
 ) -> dict:
     """The metrics of one answered question (see the module docstring); with the
-    results' ``contents`` also the context-budget figures of ``ops.quality_budget``."""
+    results' ``contents`` also the context-budget figures of ``ops.bench.quality.budget``."""
     top = ranked[:10]
     if kind == "deleted":
         return {"leak": float(first_rank(evidence, top) is not None)}

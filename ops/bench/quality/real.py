@@ -1,10 +1,10 @@
 """Public conversation data for ``bench quality --dataset`` (issue 32): the shape every
-loader gives the replay runner (``ops.quality_replay``), and where the files are.
+loader gives the replay runner (``ops.bench.quality.replay``), and where the files are.
 
 The files live in ``shared/datasets/`` beside the clone (``../shared/datasets`` from
 the repository root; ``--datasets-dir`` elsewhere): see that folder's README. Loaders:
-``ops.quality_realmem`` (RealMem, English user ↔ assistant sessions) and
-``ops.quality_madial`` (MADial-Bench, dated event memories, Chinese or English).
+``ops.bench.quality.realmem`` (RealMem, English user ↔ assistant sessions) and
+``ops.bench.quality.madial`` (MADial-Bench, dated event memories, Chinese or English).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ops.quality_baselines import Ask, Doc
-from ops.quality_data import Question
+from ops.bench.quality.baselines import Ask, Doc
+from ops.bench.quality.data import Question
 
 DATASETS = ("generated", "realmem", "madial-zh", "madial-en")
 QUERY_MAX = 4096  # the recall API's longest query: a longer one keeps its end (the latest turns)
@@ -56,7 +56,7 @@ def default_dir() -> Path:
     """``shared/datasets`` beside the repository root (``../shared/datasets``) or beside
     any folder above it (a clone in a worktree folder), else inside the root; the first
     that exists, else the plain ``../shared/datasets`` (for the error)."""
-    root = Path(__file__).resolve().parents[1]  # ops/ is one level in
+    root = Path(__file__).resolve().parents[3]  # ops/bench/quality/ is three levels in
     for place in (*root.parents, root):
         if (place / "shared" / "datasets").is_dir():
             return place / "shared" / "datasets"

@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 
 from core.ranking import FUSIONS
-from ops.bench_env import BenchStack
-from ops.bench_recall import serve_api
-from ops.quality_baselines import DEPTH, Answer
-from ops.quality_data import Dataset, Question
+from ops.bench.env import BenchStack
+from ops.bench.quality.baselines import DEPTH, Answer
+from ops.bench.quality.data import Dataset, Question
+from ops.bench.recall import serve_api
 from schemas.enums import Status
 
 APP = "bench"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.lexical import BM25Index, tokenize
-from ops.quality_data import Dataset, Turn
+from ops.bench.quality.data import Dataset, Turn
 
 TOP_K = 10  # the scored k (recall@10, hit@10)
 DEPTH = 50  # results asked of every system: enough for the 4,000-character budget

@@ -1,5 +1,5 @@
-"""The shapes a language bank of ``bench quality`` fills in (``ops.quality_en``,
-``ops.quality_zh``), and how one fact is rendered from them. Pure: no I/O, all
+"""The shapes a language bank of ``bench quality`` fills in (``ops.bench.quality.en``,
+``ops.bench.quality.zh``), and how one fact is rendered from them. Pure: no I/O, all
 randomness from the caller's ``random.Random``.
 
 A template is a ``str.format`` string. Slot names joined by ``|`` draw one value for

@@ -1,6 +1,6 @@
 """`memstream bench recall`: recall latency and throughput through the real HTTP API.
 
-On a throw-away local stack (``ops.bench_env``: Kafka, Redis, chDB, Milvus Lite, the
+On a throw-away local stack (``ops.bench.env``: Kafka, Redis, chDB, Milvus Lite, the
 configured embedder) it seeds ``users × memories`` short English facts through
 ``MemoryStore.write`` (ClickHouse + Milvus, 10k rows a round trip), warms the hot
 cache, serves the API with uvicorn in a thread of this process — exactly the node's
@@ -48,9 +48,9 @@ import uvicorn
 
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
-from ops.bench_env import BenchStack, bench_stack, percentiles
-from ops.bench_http import drive
-from ops.bench_sampler import ProcSampler
+from ops.bench.driver import drive
+from ops.bench.env import BenchStack, bench_stack, percentiles
+from ops.bench.sampler import ProcSampler
 from ops.procs import free_port
 from recall_api.app import create_app
 from recall_api.services import Services

@@ -33,8 +33,8 @@ import httpx
 
 from core.settings import Settings
 from ops import stack
-from ops.bench_env import percentiles, rate_series
-from ops.bench_sampler import cpu_seconds
+from ops.bench.env import percentiles, rate_series
+from ops.bench.sampler import cpu_seconds
 from ops.procs import free_port, wait_until
 from sinks import keystore
 

@@ -2,10 +2,10 @@
 
 ``report.json`` holds every figure: ``benches`` (each bench's own JSON, as it prints
 it, with its time series), ``summary`` (the table's rows), ``report`` (when, the command,
-the machine: ``ops.bench_machine``) and, with ``--compare OLD.json``, ``compare`` (every
-shared figure's old and new values and their ratio: ``ops.bench_compare``).
+the machine: ``ops.bench.machine``) and, with ``--compare OLD.json``, ``compare`` (every
+shared figure's old and new values and their ratio: ``ops.bench.compare``).
 ``report.md`` is the summary table, the machine and one section per bench with its
-charts (``ops.bench_sections``, ``ops.bench_charts``), the charts next to it.
+charts (``ops.bench.sections``, ``ops.bench.charts``), the charts next to it.
 
 The bench commands take ``--out DIR`` and ``--compare OLD.json`` through
 ``add_options``; ``prepare`` checks both before a bench runs (a bad path is a usage
@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ops import bench_compare
-from ops.bench_machine import machine_info
-from ops.bench_sections import section
+from ops.bench import compare as bench_compare
+from ops.bench.machine import machine_info
+from ops.bench.sections import section
 
 COLUMNS = (
     ("bench", "bench"),

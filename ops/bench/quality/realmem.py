@@ -21,9 +21,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ops.quality_baselines import Doc
-from ops.quality_data import Question
-from ops.quality_real import DatasetError, Replay, need, query_text
+from ops.bench.quality.baselines import Doc
+from ops.bench.quality.data import Question
+from ops.bench.quality.real import DatasetError, Replay, need, query_text
 
 FIRST_USER_ID = 8_000_000
 ASSISTANT = "Assistant"

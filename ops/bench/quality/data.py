@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ops import quality_en, quality_zh
-from ops.quality_kinds import Bank, base_slots, draw, dress, is_dated, render, speaker_slots
+from ops.bench.quality import en as quality_en
+from ops.bench.quality import zh as quality_zh
+from ops.bench.quality.kinds import Bank, base_slots, draw, dress, is_dated, render, speaker_slots
 
 TYPES = ("single", "multi", "temporal", "changed", "deleted", "paraphrase")
 BANKS: dict[str, Bank] = {"en": quality_en.BANK, "zh": quality_zh.BANK}

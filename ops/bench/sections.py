@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ops import bench_charts as charts
+from ops.bench import charts
 
 Row = dict[str, str]
 

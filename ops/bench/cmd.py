@@ -1,17 +1,17 @@
 """`memstream bench <name>`: benchmarks on a throw-away local stack.
 
 Every bench starts its own Kafka and Redis on free ports with stores in a temporary
-data dir (``ops.bench_env``), so it never touches a running node or a user's data, and
+data dir (``ops.bench.env``), so it never touches a running node or a user's data, and
 prints one JSON object with its numbers (plus a one-line summary per phase).
 
 Adding a bench: write ``_add_<name>(sub)`` that adds its sub-parser and sets
 ``func`` (a callable ``(args) -> int``) with ``set_defaults``, import the heavy module
 inside that callable (so ``memstream --help`` stays fast), and list the function in
-``BENCHES``: ``recall``, ``ingest``, ``embed``, ``quality`` (``ops.bench_quality``),
-``soak`` (``ops.bench_soak``: a real node process under a mixed load, watched for
-leaks), ``all`` (``ops.bench_all``: the four above in sequence at small sizes, one
+``BENCHES``: ``recall``, ``ingest``, ``embed``, ``quality`` (``ops.bench.quality.generated``),
+``soak`` (``ops.bench.soak``: a real node process under a mixed load, watched for
+leaks), ``all`` (``ops.bench.suite``: the four above in sequence at small sizes, one
 report) and ``compare`` (two reports' shared figures). ``recall``, ``ingest``,
-``quality`` and ``soak`` take ``--out DIR`` (a report with charts: ``ops.bench_report``;
+``quality`` and ``soak`` take ``--out DIR`` (a report with charts: ``ops.bench.report``;
 ``quality`` and ``all`` write one to ./bench-out by default) and ``--compare OLD.json``.
 """
 
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from core.settings import SettingsError, get_settings
-from ops import bench_all, bench_report
+from ops.bench import report as bench_report
+from ops.bench import suite as bench_all
 
 
 def add_parser(subparsers: Any) -> None:
@@ -104,7 +105,7 @@ def _add_recall(sub: Any) -> None:
 
 
 def _run_recall(args: argparse.Namespace) -> int:
-    from ops.bench_recall import bench_recall
+    from ops.bench.recall import bench_recall
 
     try:
         settings = get_settings()
@@ -211,7 +212,7 @@ def _add_ingest(sub: Any) -> None:
 
 
 def _run_ingest(args: argparse.Namespace) -> int:
-    from ops.bench_ingest import bench_ingest
+    from ops.bench.ingest import bench_ingest
 
     try:
         old = bench_report.prepare(args)
@@ -325,8 +326,8 @@ def _add_quality(sub: Any) -> None:
 
 
 def _run_quality(args: argparse.Namespace) -> int:
-    from ops.bench_quality import bench_quality
-    from ops.quality_report import table
+    from ops.bench.quality.generated import bench_quality
+    from ops.bench.quality.report import table
 
     try:
         old = bench_report.prepare(args)
@@ -359,10 +360,11 @@ def _run_quality(args: argparse.Namespace) -> int:
 
 
 def _run_replay(args: argparse.Namespace, old: Any, started: datetime) -> int:
-    from ops import quality_madial, quality_realmem
-    from ops.quality_real import DatasetError, default_dir
-    from ops.quality_replay import bench_replay
-    from ops.quality_report import replay_table
+    from ops.bench.quality import madial as quality_madial
+    from ops.bench.quality import realmem as quality_realmem
+    from ops.bench.quality.real import DatasetError, default_dir
+    from ops.bench.quality.replay import bench_replay
+    from ops.bench.quality.report import replay_table
 
     root = args.datasets_dir or default_dir()
     try:
@@ -451,7 +453,7 @@ def _add_soak(sub: Any) -> None:
 
 
 def _run_soak(args: argparse.Namespace) -> int:
-    from ops.bench_soak import WARMUP_S, bench_soak, summary
+    from ops.bench.soak import WARMUP_S, bench_soak, summary
 
     try:
         old = bench_report.prepare(args)
