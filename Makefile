@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@echo "installing Python dependencies into $(VENV) (torch is large the first time) ..."
 	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e '.[dev]'
+	@$(PY) -m pip install -q -e '.[bench,dev]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 redis:

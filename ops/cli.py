@@ -142,7 +142,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         tail_cmd,
         transfer_cmd,
     )
-    from ops.bench import cmd as bench_cmd
+    from ops.bench import cmd as bench_cmd  # its parsers only: a bench's modules load when it runs
 
     for mod in (
         extract_cmd,
@@ -163,8 +163,21 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
     mcp.set_defaults(func=mcp_server.run)
 
 
+def _bench_extra() -> int:
+    """0 when the ``bench`` extra is installed, else 2 (a usage error) and how to get it."""
+    from ops import bench
+
+    if lacking := bench.missing():
+        print(f"memstream bench needs {', '.join(lacking)} (not installed); {bench.INSTALL}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "bench" and (code := _bench_extra()):
+        return code
     try:
         settings = get_settings()
     except SettingsError as exc:

@@ -41,10 +41,11 @@ def _ram_mb() -> int | None:
 
 
 def _declared() -> list[str]:
-    """The checkout's own ``pyproject.toml`` dependencies (the installed metadata may
-    predate them), else the installed package's."""
+    """The checkout's own ``pyproject.toml`` dependencies and its ``bench`` extra's (the
+    installed metadata may predate them), else the installed package's."""
     try:
-        return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+        project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+        return project["dependencies"] + project.get("optional-dependencies", {}).get("bench", [])
     except (OSError, KeyError, tomllib.TOMLDecodeError):
         pass
     try:
@@ -54,9 +55,14 @@ def _declared() -> list[str]:
 
 
 def package_versions() -> dict[str, str]:
-    """memstream's declared dependencies as installed (``"missing"`` when not)."""
+    """memstream's declared dependencies and the ``bench`` extra's as installed
+    (``"missing"`` when not)."""
     required = _declared()
-    names = {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0] for r in required if "extra ==" not in r}
+    names = {
+        re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0]
+        for r in required
+        if "extra ==" not in r or re.search(r"extra == ['\"]bench['\"]", r)
+    }
     out = {}
     for name in sorted(names | {"memstream"}, key=str.lower):
         try:

@@ -24,7 +24,6 @@ from typing import Any
 
 from ops.bench import compare as bench_compare
 from ops.bench.machine import machine_info
-from ops.bench.sections import section
 
 COLUMNS = (
     ("bench", "bench"),
@@ -132,6 +131,8 @@ def write(
     old_path: Path | None = None,
 ) -> Path:
     """Write the report of ``benches`` (name → its JSON) under ``out``; returns its dir."""
+    from ops.bench.sections import section  # its charts need matplotlib: the bench extra
+
     folder = _stamped(out)
     machine = machine_info()
     report = {
