@@ -7,8 +7,8 @@ over a pool of users, each request drawn from a fixed mix — add_structured, ad
 recall, update, delete, batch_delete and, rarely, purge (admin key) — and every answer's
 envelope code is counted per operation.
 
-The node is sampled from ``/proc/<pid>`` every few seconds: resident memory (VmRSS),
-open file descriptors and threads; and asked for its own account (``GET
+The node is sampled from ``/proc/<pid>`` every few seconds (``ops.bench.soak_node``):
+resident memory (VmRSS), open file descriptors and threads; and asked for its own account (``GET
 /admin/v1/stats``: Python heap, malloc, hot cache, chDB's memory and threads, Milvus
 Lite's live and dead rows, the memo tables' fill) once a minute (``node.accounts``), so
 growth can be put down to one of them. The report gives recall p50/p95/p99, the codes, and
@@ -34,7 +34,7 @@ import httpx
 from core.settings import Settings
 from ops import stack
 from ops.bench.env import percentiles, rate_series
-from ops.bench.sampler import cpu_seconds
+from ops.bench.soak_node import account, counts, fd_kinds, heaps, node_stats, proc_stats
 from ops.procs import free_port, wait_until
 from sinks import keystore
 
@@ -62,123 +62,6 @@ WORDS = (
     "tea coffee Lisbon Osaka cello tennis bakery hiking Dune Prius garden kittens "
     "jazz marathon pottery sushi river library sunrise chess"
 ).split()
-
-
-def _proc_stats(pid: int) -> dict[str, float]:
-    status = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    mb = {k: round(int(status[k].split()[0]) / 1024, 1) for k in ("VmRSS", "RssAnon", "RssFile")}
-    return {
-        "rss_mb": mb["VmRSS"],
-        "rss_anon_mb": mb["RssAnon"],  # heaps (Python, malloc, chDB's jemalloc, ONNX)
-        "rss_file_mb": mb["RssFile"],  # mapped files: libraries, mmapped parts
-        "open_files": len(os.listdir(f"/proc/{pid}/fd")),
-        "threads": len(os.listdir(f"/proc/{pid}/task")),
-        "cpu_s": round(cpu_seconds(pid), 2),
-    }
-
-
-def _fd_kinds(pid: int, data_dir: Path) -> dict[str, int]:
-    """The node's open descriptors by kind: sockets, pipes, anon inodes, and files by
-    their first directory under the data dir (clickhouse, milvus, recovery, ...)."""
-    kinds: Counter = Counter()
-    before = set(os.listdir(f"/proc/{pid}/task"))
-    targets = []
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            targets.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
-        except OSError:
-            continue  # closed meanwhile
-    live = before | set(os.listdir(f"/proc/{pid}/task"))  # threads born meanwhile count
-    for target in targets:
-        if target.startswith(f"/proc/{pid}/task/"):
-            # chDB keeps stat/schedstat/io open per thread that ran a query: a leak
-            # would be handles of threads that have exited
-            tid = target.split("/")[4]
-            if tid in live:  # by the thread's name: chDB's ThreadPool, python, ...
-                kinds[f"thread stats (live: {_comm(pid, tid)})"] += 1
-            else:
-                kinds["thread stats (exited)"] += 1
-        elif target.startswith(("socket:", "pipe:")):
-            kinds[target.split(":", 1)[0]] += 1
-        elif target.startswith("anon_inode:"):
-            kinds[target] += 1
-        elif target.startswith(str(data_dir)):
-            rel = Path(target).relative_to(data_dir).parts
-            kinds[f"data/{rel[0] if rel else ''}"] += 1
-        else:  # by directory, two levels ("/usr/lib", "/tmp/xyz"); "(deleted)" kept
-            parts = Path(target.removesuffix(" (deleted)")).parts[:3]
-            suffix = " (deleted)" if target.endswith(" (deleted)") else ""
-            kinds[str(Path(*parts)) + suffix] += 1
-    return dict(kinds.most_common())
-
-
-def _node_stats(base: str, admin: str) -> dict[str, Any]:
-    """The node's own account (``GET /admin/v1/stats``): Python heap, malloc, hot cache,
-    chDB's memory and threads; {} with the error if it does not answer."""
-    try:
-        resp = httpx.get(
-            f"{base}/admin/v1/stats", headers={"Authorization": f"Bearer {admin}"}, timeout=30
-        )
-        return resp.json()["data"]
-    except (httpx.HTTPError, ValueError, KeyError) as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
-
-
-_MB = 1024 * 1024
-
-
-def heaps(stats: dict[str, Any]) -> dict[str, float]:
-    """MB held by each allocator in one ``/admin/v1/stats`` answer, so that RSS growth
-    can be put down to one of them (absent figures are left out)."""
-    py = stats.get("python", {})
-    glibc, ob, arrow = py.get("malloc", {}), py.get("obmalloc", {}), py.get("arrow", {})
-    milvus = stats.get("milvus", {})
-    figures = {
-        "pymalloc_arenas": ob.get("arenas", 0) * _MB or None,
-        "pymalloc_in_use": ob.get("in_use_bytes"),
-        "glibc_in_use": glibc.get("in_use_bytes"),
-        "glibc_free": glibc.get("free_bytes"),
-        "glibc_mmapped": glibc.get("mmap_bytes"),
-        "jemalloc_resident": stats.get("clickhouse", {}).get("jemalloc_resident"),
-        "arrow": arrow.get("allocated_bytes"),
-        # of which Milvus Lite's segments and memtable (Arrow) and its vector copies (numpy)
-        "milvus_arrow": _sum(milvus, "segment_arrow_bytes", "memtable_bytes"),
-        "milvus_vectors": milvus.get("segment_vector_bytes"),
-        "hot_cache": stats.get("hot_cache", {}).get("bytes"),
-    }
-    return {k: round(v / _MB, 1) for k, v in figures.items() if v is not None}
-
-
-def _account(t_s: float, proc: dict[str, float], stats: dict[str, Any]) -> dict[str, Any]:
-    return {"t_s": t_s, "rss_mb": proc["rss_mb"], "heaps_mb": heaps(stats), "counts": counts(stats)}
-
-
-def _sum(d: dict[str, Any], *keys: str) -> int | None:
-    return sum(d[k] for k in keys) if all(k in d for k in keys) else None
-
-
-def counts(stats: dict[str, Any]) -> dict[str, int]:
-    """What the growth could be made of, in entries: Milvus Lite's live rows, the rows
-    its segments hold (dead ones until a compaction) and its tombstones, and how full
-    each memo table is (``lru_<name>``: a table that stops at its max is bounded)."""
-    milvus = stats.get("milvus", {})
-    found = {
-        f"milvus_{k}": milvus[k]
-        for k in ("rows", "segment_rows", "memtable_rows", "tombstones", "segments")
-        if k in milvus
-    }
-    for name, fill in stats.get("lru_caches", {}).items():
-        found[f"lru_{name}"] = fill["entries"]
-    return found
-
-
-def _comm(pid: int, tid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip() or "?"
-    except OSError:
-        return "exited"
 
 
 def _sentence(rng: random.Random) -> str:
@@ -284,7 +167,7 @@ def bench_soak(
         wait_until(lambda: _ready(base), 300, "node /readyz", stack.proc(data_dir, "node"))
         pool = [9_000_000 + i for i in range(users)]
         _warm(base, app_keys[0], pool)
-        load_start = _proc_stats(pid)  # before the warm-up: its growth stays in the record
+        load_start = proc_stats(pid)  # before the warm-up: its growth stays in the record
         load_began = time.monotonic()
         until = load_began + warmup_s + duration_s
         threads = [_Client(i, base, app_keys[i], admin, pool, until) for i in range(clients)]
@@ -292,25 +175,25 @@ def bench_soak(
             t.start()
         while time.monotonic() < until - duration_s and any(t.is_alive() for t in threads):
             time.sleep(min(SAMPLE_S, max(0.0, until - duration_s - time.monotonic())))
-        start_stats = _proc_stats(pid)
-        start_fds = _fd_kinds(pid, data_dir)
-        inside = {"start": _node_stats(base, admin)}
+        start_stats = proc_stats(pid)
+        start_fds = fd_kinds(pid, data_dir)
+        inside = {"start": node_stats(base, admin)}
         samples = [{"t_s": 0.0, **start_stats}]
-        accounts = [_account(0.0, start_stats, inside["start"])]
+        accounts = [account(0.0, start_stats, inside["start"])]
         began = time.monotonic()
         while any(t.is_alive() for t in threads):
             time.sleep(SAMPLE_S)
-            samples.append({"t_s": round(time.monotonic() - began, 1), **_proc_stats(pid)})
+            samples.append({"t_s": round(time.monotonic() - began, 1), **proc_stats(pid)})
             if samples[-1]["t_s"] - accounts[-1]["t_s"] >= ACCOUNT_S:
-                stats = _node_stats(base, admin)
-                accounts.append(_account(samples[-1]["t_s"], samples[-1], stats))
+                stats = node_stats(base, admin)
+                accounts.append(account(samples[-1]["t_s"], samples[-1], stats))
                 if "half" not in inside and samples[-1]["t_s"] >= duration_s / 2:
                     inside["half"] = stats
-        end_stats = _proc_stats(pid)
-        inside["end"] = _node_stats(base, admin)
+        end_stats = proc_stats(pid)
+        inside["end"] = node_stats(base, admin)
         inside.setdefault("half", inside["end"])  # a run shorter than ACCOUNT_S
-        accounts.append(_account(round(time.monotonic() - began, 1), end_stats, inside["end"]))
-        fds = {"start": start_fds, "end": _fd_kinds(pid, data_dir)}
+        accounts.append(account(round(time.monotonic() - began, 1), end_stats, inside["end"]))
+        fds = {"start": start_fds, "end": fd_kinds(pid, data_dir)}
     finally:
         stack.stop(data_dir)
         node_errors = _error_lines(stack.proc(data_dir, "node").logfile)

@@ -1,7 +1,8 @@
 """bench soak's account of the node: heaps in MB, counts in entries, and the chart of both."""
 
 from ops.bench import charts as bench_charts
-from ops.bench.soak import _account, _span, counts, heaps
+from ops.bench.soak import _span
+from ops.bench.soak_node import account, counts, heaps
 
 STATS = {
     "python": {"malloc": {"in_use_bytes": 300 * 2**20}, "arrow": {"allocated_bytes": 2**21}},
@@ -25,7 +26,7 @@ def test_milvus_lite_is_split_out_of_the_heaps_and_counted_in_rows() -> None:
 
 
 def test_the_heaps_chart_plots_each_heap_against_rss(tmp_path) -> None:
-    accounts = [_account(t, {"rss_mb": 900.0 + t}, STATS) for t in (0.0, 60.0, 120.0)]
+    accounts = [account(t, {"rss_mb": 900.0 + t}, STATS) for t in (0.0, 60.0, 120.0)]
     assert accounts[1]["heaps_mb"]["glibc_in_use"] == 300.0
     assert accounts[2]["counts"]["milvus_tombstones"] == 15
     path = bench_charts.heaps(accounts, tmp_path / "heaps.png", "t")
