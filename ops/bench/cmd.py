@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from core.settings import SettingsError, get_settings
+from ops.bench import cmd_args as args_
 from ops.bench import report as bench_report
 from ops.bench import suite as bench_all
+from ops.bench.cmd_ingest import add_ingest
 
 
 def add_parser(subparsers: Any) -> None:
@@ -48,21 +50,21 @@ def _add_recall(sub: Any) -> None:
         description="Seed USERS x MEMORIES facts, serve the API in-process, drive "
         "POST /memory/v1/recall with CLIENTS concurrent clients from another process.",
     )
-    p.add_argument("--users", type=_positive, default=1000)
-    p.add_argument("--memories", type=_positive, default=200, help="per user (default 200)")
-    p.add_argument("--clients", type=_positive, default=20)
+    p.add_argument("--users", type=args_.positive, default=1000)
+    p.add_argument("--memories", type=args_.positive, default=200, help="per user (default 200)")
+    p.add_argument("--clients", type=args_.positive, default=20)
     p.add_argument(
         "--rate",
-        type=_rate,
+        type=args_.rate,
         action="append",
         help="recalls/s, or 'max' to saturate; repeat for several phases on the same "
         "seeded stack (default: --rate 50 --rate max)",
     )
     p.add_argument("--duration", type=float, default=20.0, help="seconds per phase")
-    p.add_argument("--pool", type=_positive, default=5000, help="distinct facts to embed")
+    p.add_argument("--pool", type=args_.positive, default=5000, help="distinct facts to embed")
     p.add_argument(
         "--paged",
-        type=_count,
+        type=args_.count,
         default=0,
         metavar="N",
         help="per user, N paged-out memories besides the active ones (ARCHIVED by the "
@@ -87,7 +89,7 @@ def _add_recall(sub: Any) -> None:
     )
     p.add_argument(
         "--zipf",
-        type=_positive_float,
+        type=args_.positive_float,
         default=None,
         metavar="S",
         help="user popularity: the r-th most popular user is asked with probability "
@@ -95,7 +97,7 @@ def _add_recall(sub: Any) -> None:
     )
     p.add_argument(
         "--session-len",
-        type=_positive,
+        type=args_.positive,
         default=1,
         metavar="N",
         help="recalls a user makes in a row (the first may be cold; default 1)",
@@ -150,7 +152,7 @@ def _run_recall(args: argparse.Namespace) -> int:
         print(f"then the hot cache fitted to every user ({result['fit_budget_mb']} MB):",
               file=sys.stderr)  # fmt: skip
         _print_phases(result["fit_phases"])
-    _print_json(result, bench_report.finish(args, {"recall": result}, old, started))
+    args_.print_json(result, bench_report.finish(args, {"recall": result}, old, started))
     phases = result["phases"] + result.get("fit_phases", [])
     bad = sum(n for ph in phases for code, n in ph["codes"].items() if code != "0")
     return 1 if bad else 0
@@ -176,103 +178,11 @@ def _print_phases(phases: list[dict[str, Any]]) -> None:
         )
 
 
-# ------------------------------------------------------------------ ingest
-def _add_ingest(sub: Any) -> None:
-    p = sub.add_parser(
-        "ingest",
-        help="Kafka -> stores: conversations/s, facts/s, add->recallable freshness p50/p95",
-        description="Produce CONVERSATIONS (2 facts each) with a real Kafka producer to the "
-        "ingest flow running in-process, then RATE/s for freshness.",
-    )
-    p.add_argument("--conversations", type=_positive, default=3000)
-    p.add_argument("--users", type=_positive, default=None,
-                   help="synthetic: 2000 (default); --dataset generated: 8")  # fmt: skip
-    p.add_argument(
-        "--dataset",
-        choices=("synthetic", "generated", "realmem"),
-        default="synthetic",
-        help="synthetic (two short facts a conversation, default), or real conversations "
-        "(generated chats, RealMem from --datasets-dir) all produced at once: turns/s, "
-        "memories/s, the share of time in each step and the embedder's own rate",
-    )
-    p.add_argument("--datasets-dir", type=Path, default=None,
-                   help="where realmem/ is (default: shared/datasets beside the repository)")  # fmt: skip
-    p.add_argument("--limit", type=_positive, default=None,
-                   help="--dataset: the first N sessions of every user (default: all)")  # fmt: skip
-    p.add_argument("--sessions", type=_positive, default=8, help="--dataset generated, per user")
-    p.add_argument("--capacity", type=_capacity, default="default",
-                   help="--dataset: default, lifted or N (capacity_per_app)")  # fmt: skip
-    p.add_argument("--rate", type=float, default=40.0, help="freshness phase, conversations/s")
-    p.add_argument("--freshness-n", type=_positive, default=400)
-    bench_report.add_options(p)
-    p.add_argument(
-        "--workers", type=_positive, default=1, help="Bytewax workers of the flow (node: 1)"
-    )
-    p.set_defaults(func=_run_ingest)
-
-
-def _run_ingest(args: argparse.Namespace) -> int:
-    from ops.bench.ingest import bench_ingest
-
-    try:
-        old = bench_report.prepare(args)
-    except bench_report.ReportError as exc:
-        print(f"bench ingest: {exc}", file=sys.stderr)
-        return 2
-    started = datetime.now(UTC)
-    if args.dataset != "synthetic":
-        return _run_ingest_data(args, old, started)
-    result = bench_ingest(
-        get_settings(),
-        conversations=args.conversations,
-        users=args.users or 2000,
-        rate=args.rate,
-        freshness_n=args.freshness_n,
-        workers=args.workers,
-    )
-    print(
-        f"ingest ({result['workers']} worker(s), facts embedded by worker "
-        f"{result['embedded_by_worker']}): {result['conversations_per_s']} conversations/s, {result['facts_per_s']} "
-        f"facts/s; freshness at {result['freshness_rate_per_s']:g}/s: p50 "
-        f"{result['freshness_p50_ms']} ms, p95 {result['freshness_p95_ms']} ms",
-        file=sys.stderr,
-    )
-    _print_json(result, bench_report.finish(args, {"ingest": result}, old, started))
-    return 1 if result["missing_tasks"] or result["failed_tasks"] else 0
-
-
-def _run_ingest_data(args: argparse.Namespace, old: Any, started: datetime) -> int:
-    from ops.bench_ingest_data import bench_ingest_data
-    from ops.bench_quality import capacity_overrides
-    from ops.quality_real import DatasetError
-
-    try:
-        result = bench_ingest_data(
-            get_settings(), args.dataset, args.datasets_dir, args.limit, args.users or 8,
-            args.sessions, capacity_overrides(args.capacity), args.workers,
-        )  # fmt: skip
-    except (DatasetError, ValueError) as exc:
-        print(f"bench ingest: {exc}", file=sys.stderr)
-        return 2
-    top = ", ".join(f"{k} {v:.0%}" for k, v in sorted(
-        result["stages"]["share_of_steps"].items(), key=lambda kv: -kv[1])[:6])  # fmt: skip
-    print(
-        f"ingest {args.dataset} ({result['turns']} turns, capacity {args.capacity}): "
-        f"{result['turns_per_s']} turns/s, {result['memories_per_s']} memories/s "
-        f"({result['memories_per_turn']} a turn); embedder alone "
-        f"{result['embedder_batch']['per_s']}/s (x{result['memories_per_s_vs_embedder']}); "
-        f"steps: {top}",
-        file=sys.stderr,
-    )
-    _print_json(result, bench_report.finish(args, {"ingest": result}, old, started))
-    return 1 if result["missing_tasks"] or result["failed_tasks"] else 0
-
-
 # ------------------------------------------------------------------ embed
 def _add_embed(sub: Any) -> None:
     p = sub.add_parser("embed", help="embedding throughput (batch) and single-query latency")
-    p.add_argument("-n", type=_positive, default=1000, help="sentences for the batch phase")
-    p.add_argument("--queries", type=_positive, default=200)
+    p.add_argument("-n", type=args_.positive, default=1000, help="sentences for the batch phase")
+    p.add_argument("--queries", type=args_.positive, default=200)
     p.set_defaults(func=_run_embed)
 
 
@@ -306,17 +216,17 @@ def _add_quality(sub: Any) -> None:
     p.add_argument("--datasets-dir", type=Path, default=None,
                    help="where realmem/ and madial-bench/ are (default: shared/datasets "
                    "beside the repository)")  # fmt: skip
-    p.add_argument("--limit", type=_positive, default=None,
+    p.add_argument("--limit", type=args_.positive, default=None,
                    help="a quick size: realmem the first N sessions of every persona, "
                    "madial the first N dialogues (default: all)")  # fmt: skip
-    p.add_argument("--users", type=_positive, default=20, help="generated only")
-    p.add_argument("--sessions", type=_positive, default=20, help="per user (default 20)")
+    p.add_argument("--users", type=args_.positive, default=20, help="generated only")
+    p.add_argument("--sessions", type=args_.positive, default=20, help="per user (default 20)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--lang", choices=("en", "zh", "both"), default="both",
                    help="both: users alternate English and Chinese (default)")  # fmt: skip
     p.add_argument(
         "--capacity",
-        type=_capacity,
+        type=args_.capacity,
         default="default",
         help="default (the settings), lifted (nothing evicted or consolidated), or N: "
         "capacity_per_app",
@@ -354,7 +264,7 @@ def _run_quality(args: argparse.Namespace) -> int:
     print(table(result), file=sys.stderr)
     folder = bench_report.finish(args, {"quality": result}, old, started)
     summary = {k: v for k, v in result.items() if k != "questions"}  # per question: the file
-    _print_json(summary, folder)
+    args_.print_json(summary, folder)
     ingest = result["ingest"]
     return 1 if ingest["missing_tasks"] or ingest["failed_tasks"] else 0
 
@@ -381,52 +291,9 @@ def _run_replay(args: argparse.Namespace, old: Any, started: datetime) -> int:
     result = bench_replay(get_settings(), data, capacity=args.capacity, limit=args.limit)
     print(replay_table(result), file=sys.stderr)
     folder = bench_report.finish(args, {"quality": result}, old, started)
-    _print_json({k: v for k, v in result.items() if k != "questions"}, folder)
+    args_.print_json({k: v for k, v in result.items() if k != "questions"}, folder)
     ingest = result["ingest"]
     return 1 if ingest["missing_tasks"] or ingest["failed_tasks"] else 0
-
-
-# ------------------------------------------------------------------ helpers
-def _print_json(result: dict[str, Any], report: Path | None) -> None:
-    """The bench's JSON on stdout, with ``json_path`` (its report.json) when written."""
-    extra = {"json_path": str(report / "report.json")} if report else {}
-    print(json.dumps({**result, **extra}, indent=2))
-
-
-def _positive(value: str) -> int:
-    n = int(value)
-    if n < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return n
-
-
-def _count(value: str) -> int:
-    n = int(value)
-    if n < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return n
-
-
-def _positive_float(value: str) -> float:
-    x = float(value)
-    if not x > 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return x
-
-
-def _capacity(value: str) -> str:
-    if value in ("default", "lifted") or (value.isdigit() and int(value) >= 1):
-        return value
-    raise argparse.ArgumentTypeError("default, lifted, or a capacity_per_app >= 1")
-
-
-def _rate(value: str) -> float | None:
-    if value.lower() in {"max", "sat", "saturate", "saturation"}:
-        return None
-    rate = float(value)
-    if rate <= 0:
-        raise argparse.ArgumentTypeError("a rate must be > 0 (or 'max')")
-    return rate
 
 
 # ------------------------------------------------------------------ soak
@@ -446,8 +313,8 @@ def _add_soak(sub: Any) -> None:
         help="seconds of the same load first, before the start figures are read: a fresh "
         "node's pools and caches fill over about 5 minutes (default 300)",
     )
-    p.add_argument("--clients", type=_positive, default=4)
-    p.add_argument("--users", type=_positive, default=50)
+    p.add_argument("--clients", type=args_.positive, default=4)
+    p.add_argument("--users", type=args_.positive, default=50)
     bench_report.add_options(p)
     p.set_defaults(func=_run_soak)
 
@@ -464,13 +331,13 @@ def _run_soak(args: argparse.Namespace) -> int:
     warmup = WARMUP_S if args.warmup is None else args.warmup
     result = bench_soak(get_settings(), args.duration, args.clients, args.users, warmup)
     print(summary(result), file=sys.stderr)
-    _print_json(result, bench_report.finish(args, {"soak": result}, old, started))
+    args_.print_json(result, bench_report.finish(args, {"soak": result}, old, started))
     return 0
 
 
 BENCHES: tuple[Callable[[Any], None], ...] = (
     _add_recall,
-    _add_ingest,
+    add_ingest,
     _add_embed,
     _add_quality,
     _add_soak,

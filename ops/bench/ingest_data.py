@@ -23,10 +23,10 @@ from typing import Any
 
 from core import metrics
 from core.settings import Settings
-from ops.bench_env import bench_stack
-from ops.bench_ingest import send_events, start_ingest, wait_done
-from ops.bench_sampler import ProcSampler
-from ops.quality_ask import APP
+from ops.bench.env import bench_stack
+from ops.bench.ingest import send_events, start_ingest, wait_done
+from ops.bench.quality.ask import APP
+from ops.bench.sampler import ProcSampler
 from schemas.tenants import DEFAULT_TENANT
 
 EMBED_BATCH = 64
@@ -38,12 +38,12 @@ def events_of(dataset: str, datasets_dir: Path | None, limit: int | None, users:
     interleaved session by session) and their turn count. ``limit``: the first N
     sessions of each user."""
     if dataset == "generated":
-        from ops.quality_data import generate
+        from ops.bench.quality.data import generate
 
         per_user = [list(u.events(APP)) for u in generate(users, sessions).users]
     elif dataset == "realmem":
-        from ops import quality_realmem
-        from ops.quality_real import default_dir
+        from ops.bench.quality import realmem as quality_realmem
+        from ops.bench.quality.real import default_dir
 
         data = quality_realmem.load(datasets_dir or default_dir(), None, APP)
         per_user = [[e for e in s if e] for s in data.sessions.values()]
