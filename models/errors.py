@@ -39,6 +39,7 @@ class ModelUnavailable(ModelError):
     def __init__(self, message: str, status_code: int | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.retry_after_s: float | None = None  # the server's Retry-After, if it sent one
 
 
 class LLMUnavailable(ModelUnavailable):

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from typing import Any
 
 import httpx
 
-from core.logs import log_fields
+from core.retry import retrying
 from models.errors import MalformedOutput, ModelUnavailable
 
 log = logging.getLogger(__name__)
@@ -70,6 +69,16 @@ class JsonHttp:
         self._headers = headers
         self._owns_client = client is None
         self._client = client or httpx.Client(timeout=httpx.Timeout(timeout_s))
+        self._retrying = retrying(
+            attempts=max_retries + 1,
+            backoff_s=backoff_s,
+            max_wait_s=_MAX_PAUSE_S,
+            retry_on=self._worth_retrying,
+            hint=_hint,
+            logger=log,
+            message="model request failed, retrying",
+            fields={"url": url},
+        )
 
     def close(self) -> None:
         """Close the client this object made; an injected client belongs to its owner."""
@@ -78,41 +87,45 @@ class JsonHttp:
 
     def post(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Send ``payload``; return the decoded JSON object of a 2xx answer."""
-        attempts = self.max_retries + 1
-        for attempt in range(1, attempts + 1):
-            last = attempt == attempts
-            try:
-                resp = self._client.post(
-                    self.url,
-                    json=payload,
-                    headers=self._headers,
-                    timeout=httpx.Timeout(self._timeout_s),
-                )
-            except httpx.TimeoutException as exc:
-                err: ModelUnavailable = self._timeout(
-                    f"no answer from {self.url} within {self._timeout_s:g}s ({type(exc).__name__})"
-                )
-                if last or not self._retry_timeouts:
-                    raise err from exc
-                self._pause(attempt, err)
-                continue
-            except httpx.TransportError as exc:
-                err = self._unavailable(f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
-                if last:
-                    raise err from exc
-                self._pause(attempt, err)
-                continue
-            if resp.status_code >= 400:
-                err = self._unavailable(
-                    f"{self.url} answered HTTP {resp.status_code}{_error_kind(resp)}",
-                    status_code=resp.status_code,
-                )
-                if last or resp.status_code not in _RETRY_STATUS:
-                    raise err
-                self._pause(attempt, err, _retry_after(resp))
-                continue
-            return self._decode(resp)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._retrying(self._send, payload)
+
+    def _send(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """One attempt: the decoded answer, or the typed error (``_worth_retrying`` says
+        whether the policy tries again)."""
+        try:
+            resp = self._client.post(
+                self.url,
+                json=payload,
+                headers=self._headers,
+                timeout=httpx.Timeout(self._timeout_s),
+            )
+        except httpx.TimeoutException as exc:
+            raise self._timeout(
+                f"no answer from {self.url} within {self._timeout_s:g}s ({type(exc).__name__})"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise self._unavailable(
+                f"cannot reach {self.url}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if resp.status_code >= 400:
+            err = self._unavailable(
+                f"{self.url} answered HTTP {resp.status_code}{_error_kind(resp)}",
+                status_code=resp.status_code,
+            )
+            err.retry_after_s = _retry_after(resp)
+            raise err
+        return self._decode(resp)
+
+    def _worth_retrying(self, exc: BaseException) -> bool:
+        """A refused connection, a retryable status (429, 5xx, ...), and a timeout only
+        when ``retry_timeouts``; never a malformed answer or another 4xx."""
+        if not isinstance(exc, ModelUnavailable):
+            return False
+        if exc.status_code is not None:
+            return exc.status_code in _RETRY_STATUS
+        if isinstance(exc.__cause__, httpx.TimeoutException):
+            return self._retry_timeouts
+        return True
 
     def _decode(self, resp: httpx.Response) -> dict[str, Any]:
         try:
@@ -125,14 +138,9 @@ class JsonHttp:
             raise MalformedOutput(f"{self.url} answered JSON that is not an object")
         return body
 
-    def _pause(self, attempt: int, err: Exception, hint_s: float | None = None) -> None:
-        log.warning(
-            "model request failed, retrying",
-            extra=log_fields(url=self.url, attempt=attempt, error=type(err).__name__),
-        )
-        if self.backoff_s > 0:
-            wait = hint_s if hint_s is not None else self.backoff_s * 2 ** (attempt - 1)
-            time.sleep(min(wait, _MAX_PAUSE_S))
+
+def _hint(exc: BaseException) -> float | None:
+    return exc.retry_after_s if isinstance(exc, ModelUnavailable) else None
 
 
 def _retry_after(resp: httpx.Response) -> float | None:

@@ -34,6 +34,7 @@ import numpy as np
 
 from core.hashing import content_hash
 from core.logs import describe_error
+from core.retry import retrying
 from core.scope import tag_key_text, tag_value_text
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
@@ -105,6 +106,8 @@ class MemoryStore:
         self.cipher = cipher
         self.db = stores.clickhouse.database
         self._retries = milvus_retries
+        self._retrying = retrying(attempts=milvus_retries, backoff_s=0.1, logger=log,
+                                  message="milvus write failed")  # fmt: skip
         self._listeners: list[Listener] = []
 
     def subscribe(self, listener: Listener) -> None:
@@ -193,21 +196,21 @@ class MemoryStore:
             if m.memory_id not in batch.vectors
         ]
         mv = self.stores.milvus
-        for attempt in range(self._retries):
-            try:
-                if full:
-                    mv.upsert(full)
-                if partial:
-                    partial = self._upsert_partial(partial)
-                if batch.milvus_deletes:
-                    mv.delete(batch.milvus_deletes)
-                return
-            except Exception as exc:
-                log.warning(
-                    "milvus write failed",
-                    extra={"fields": {"attempt": attempt + 1, **describe_error(exc)}},
-                )
-                time.sleep(0.1 * 2**attempt)
+
+        def attempt() -> None:
+            nonlocal partial
+            if full:
+                mv.upsert(full)
+            if partial:
+                partial = self._upsert_partial(partial)
+            if batch.milvus_deletes:
+                mv.delete(batch.milvus_deletes)
+
+        try:
+            return self._retrying(attempt)
+        except Exception as exc:
+            log.warning("milvus write failed, queued for the reconcile",
+                        extra={"fields": {"attempt": self._retries, **describe_error(exc)}})  # fmt: skip
         ids = [m.memory_id for m in batch.memories] + batch.milvus_deletes
         try:
             self.stores.redis.client.sadd(RECONCILE_KEY, *ids)
