@@ -5,11 +5,11 @@ sentence, so under load the queries that arrive within ``window_ms`` (2 ms) of t
 first one — and whatever queued up while the model was busy — are embedded together
 by one worker thread. At low load a query waits at most ``window_ms``.
 
-Repeated queries never reach the queue: a small LRU in front of it answers them in
-microseconds on the caller's thread (agents ask the same things often). A batch of one
-goes through ``embedder.embed_query`` so the embedder's own LRU stays warm as well;
-larger ones through ``embedder.embed_queries`` (both the model's query form: e5 embeds a
-question with ``query:``, a stored text with ``passage:``).
+Repeated queries never reach the queue: the LRU in front of it answers them in
+microseconds on the caller's thread (agents ask the same things often). It is the
+embedder's own ``query_cache`` (one query-vector cache, not two stacked); an embedder
+without one gets one here. A batch goes through ``embedder.embed_queries`` (the model's
+query form: e5 embeds a question with ``query:``, a stored text with ``passage:``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
 from core import metrics
+from models.embedding.base import QueryCache
 
 
 class QueryBatcher:
@@ -37,9 +37,11 @@ class QueryBatcher:
         self.embedder = embedder
         self.window_s = window_ms / 1000.0
         self.max_batch = max(1, max_batch)
-        self._cache_size = cache_size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        cache: QueryCache | None = getattr(embedder, "query_cache", None)
+        if cache is None and cache_size > 0:
+            cache = QueryCache(cache_size)
+        self._cache = cache
+        self._hits_lock = threading.Lock()
         self._queue: queue.SimpleQueue[tuple[str, Future[np.ndarray]] | None] = queue.SimpleQueue()
         self.calls = 0  # model calls made (for the bench report)
         self.embedded = 0  # queries embedded by those calls
@@ -56,12 +58,10 @@ class QueryBatcher:
         done. A cold recall submits its query before it waits for the user's load, so
         the two overlap instead of adding up."""
         fut: Future[np.ndarray] = Future()
-        with self._cache_lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                self.cache_hits += 1
+        hit = self._cache.get(text) if self._cache is not None else None
         if hit is not None:
+            with self._hits_lock:
+                self.cache_hits += 1
             metrics.QUERY_CACHE_HIT.inc()
             fut.set_result(hit)
             return fut
@@ -99,10 +99,7 @@ class QueryBatcher:
             batch = self._collect(first)
             texts = list(dict.fromkeys(text for text, _ in batch))
             try:
-                if len(texts) == 1:
-                    vectors = np.asarray(self.embedder.embed_query(texts[0]))[None, :]
-                else:
-                    vectors = np.asarray(self.embedder.embed_queries(texts))
+                vectors = np.asarray(self.embedder.embed_queries(texts))
             except Exception as exc:  # every waiter learns why; the thread lives on
                 for _, fut in batch:
                     if not fut.done():
@@ -117,12 +114,6 @@ class QueryBatcher:
                     fut.set_result(by_text[text])
 
     def _remember(self, by_text: dict[str, np.ndarray]) -> None:
-        if self._cache_size <= 0:
-            return
-        with self._cache_lock:
+        if self._cache is not None:
             for text, vec in by_text.items():
-                vec.setflags(write=False)  # shared by every caller of the same text
-                self._cache[text] = vec
-                self._cache.move_to_end(text)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+                self._cache.put(text, vec)  # read-only: shared by every caller of the text

@@ -17,10 +17,10 @@ load's result used once and not cached, so a stale load never outlives the write
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from core.lexical import BM25Index
+from core.lru import LRU
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT, UserKey
@@ -56,20 +56,19 @@ class ColdRecords:
     def __init__(self, store: MemoryStore, budget_bytes: int) -> None:
         self.store = store
         self.budget = budget_bytes
-        # keyed by (tenant, user), as the hot cache
-        self._users: OrderedDict[UserKey, ColdEntry] = OrderedDict()
+        # keyed by (tenant, user), as the hot cache; sized at load time, one user bigger
+        # than the budget is held alone; a write mirrored in is not a use (peek)
+        self._users: LRU[UserKey, ColdEntry] = LRU(
+            maxsize=max(1, budget_bytes), getsizeof=lambda e: min(e.nbytes, max(1, budget_bytes))
+        )
         self._lock = threading.Lock()
         self._loading: dict[UserKey, bool] = {}  # user -> "a write arrived during the load"
         self._loaders: dict[UserKey, threading.Lock] = {}
-        self._sizes: dict[UserKey, int] = {}  # estimated at load time
 
     def peek(self, user_id: int, *, tenant: str) -> ColdEntry | None:
         key = UserKey(tenant, user_id)
         with self._lock:
-            entry = self._users.get(key)
-            if entry is not None:
-                self._users.move_to_end(key)
-            return entry
+            return self._users.get(key)
 
     def get(self, user_id: int, *, tenant: str) -> ColdEntry:
         """The user's entry, loading it from the store on a miss (one loader per user)."""
@@ -99,16 +98,13 @@ class ColdRecords:
                 stale = self._loading.pop(key, True)
         if not stale:
             with self._lock:
-                self._users[key] = entry
-                self._sizes[key] = entry.nbytes
-                self._evict()
+                self._users[key] = entry  # the least recent leave past the budget
         return entry
 
     def clear(self) -> None:
         """Forget every user (as ``HotCache.clear``; they reload on next touch)."""
         with self._lock:
             self._users.clear()
-            self._sizes.clear()
             for key in self._loading:
                 self._loading[key] = True
 
@@ -116,7 +112,6 @@ class ColdRecords:
         key = UserKey(tenant, user_id)
         with self._lock:
             self._users.pop(key, None)
-            self._sizes.pop(key, None)
             if key in self._loading:
                 self._loading[key] = True
 
@@ -127,7 +122,7 @@ class ColdRecords:
             with self._lock:
                 if key in self._loading:
                     self._loading[key] = True
-                entry = self._users.get(key)
+                entry = self._users.peek(key)
             if entry is None:
                 continue
             with entry.lock:
@@ -137,14 +132,8 @@ class ColdRecords:
                     entry.upsert(m)
         if batch.milvus_deletes:
             with self._lock:
-                entries = list(self._users.values())
+                entries = [entry for _, entry in self._users.held()]
             for entry in entries:
                 with entry.lock:
                     for mid in batch.milvus_deletes:
                         entry.remove(mid)
-
-    def _evict(self) -> None:
-        total = sum(self._sizes.values())
-        while total > self.budget and len(self._users) > 1:
-            dropped, _ = self._users.popitem(last=False)
-            total -= self._sizes.pop(dropped, 0)

@@ -58,7 +58,8 @@ class HotCache:
         self.settings = settings
         self.dim = dim
         self.budget = budget_bytes
-        # keyed by (tenant, user): user 42 of two tenants is two people
+        # keyed by (tenant, user): user 42 of two tenants is two people. Not cachetools: a
+        # write resizes a held user in place (it sizes once, at insert); one load per user
         self._users: OrderedDict[UserKey, UserIndex] = OrderedDict()
         # Each held user's footprint when last measured, and their sum: the budget check
         # after a load is O(1). Summing ``nbytes`` over the users instead cost ~2.4 µs a

@@ -35,11 +35,11 @@ import threading
 import time
 import uuid
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from core.lru import LRU
 from core.settings import Settings
 from sinks.clickhouse import ClickHouseStore
 from sinks.crypto import V1, V2, DataKey, DecryptionError, KeyDestroyed, LegacyCipher, key_id_of
@@ -80,7 +80,8 @@ class KeyRing:
         self.legacy = legacy
         self.cache_size = cache_size
         self.ttl_s = ttl_s
-        self._cache: OrderedDict[tuple[str, int], _Entry] = OrderedDict()
+        # a refresh or a prefetch check is not a use (peek); behind self._lock
+        self._cache: LRU[tuple[str, int], _Entry] = LRU(maxsize=cache_size)
         self._lock = threading.RLock()
         self._refresher: threading.Thread | None = None
 
@@ -163,7 +164,7 @@ class KeyRing:
             stale = [
                 u
                 for u in wanted
-                if (e := self._cache.get((tenant, u))) is None or now - e.loaded_at > self.ttl_s
+                if (e := self._cache.peek((tenant, u))) is None or now - e.loaded_at > self.ttl_s
             ]
         loaded = self._load(stale, tenant)[0] if stale else {}
         if not create:
@@ -172,7 +173,8 @@ class KeyRing:
             keyless = sorted(
                 u
                 for u in wanted
-                if (e := loaded.get(u) or self._cache.get((tenant, u))) is None or e.current is None
+                if (e := loaded.get(u) or self._cache.peek((tenant, u))) is None
+                or e.current is None
             )
         if keyless:
             stamp = datetime.now(UTC)
@@ -213,7 +215,7 @@ class KeyRing:
         limit = self.ttl_s / 2 if older_than_s is None else older_than_s
         now = time.monotonic()
         with self._lock:
-            due = [(k, e) for k, e in self._cache.items() if now - e.loaded_at > limit]
+            due = [(k, e) for k, e in self._cache.held() if now - e.loaded_at > limit]
         by_tenant: dict[str, list[tuple[int, _Entry]]] = {}
         for (tenant, user_id), entry in due:
             by_tenant.setdefault(tenant, []).append((user_id, entry))
@@ -224,8 +226,8 @@ class KeyRing:
                 fresh = self._fetch([u for u, _ in part], tenant, dict(part))[0]
                 with self._lock:
                     for user_id, seen in part:
-                        if self._cache.get((tenant, user_id)) is seen:
-                            self._cache[(tenant, user_id)] = fresh[user_id]
+                        if self._cache.peek((tenant, user_id)) is seen:
+                            self._cache.replace((tenant, user_id), fresh[user_id])
                             done += 1
         return done
 
@@ -274,13 +276,12 @@ class KeyRing:
     # ------------------------------------------------------------ internals
     def _entry(self, user_id: int, tenant: str, refresh: bool = False) -> _Entry:
         with self._lock:
-            entry = self._cache.get((tenant, user_id))
+            entry = self._cache.get((tenant, user_id))  # a use: now the most recent
             if (
                 entry is not None
                 and not refresh
                 and time.monotonic() - entry.loaded_at <= self.ttl_s
             ):
-                self._cache.move_to_end((tenant, user_id))
                 return entry
         # What this load read, not a second cache lookup: a purge in another thread
         # (``forget``) or the LRU may drop the entry the moment it is published.
@@ -292,10 +293,7 @@ class KeyRing:
         entries, rewrapped = self._fetch(user_ids, tenant)
         with self._lock:
             for user_id, entry in entries.items():
-                self._cache[(tenant, user_id)] = entry
-                self._cache.move_to_end((tenant, user_id))
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+                self._cache[(tenant, user_id)] = entry  # the least recent leave past cache_size
         return entries, rewrapped
 
     def _fetch(

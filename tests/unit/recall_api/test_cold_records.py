@@ -86,3 +86,24 @@ def test_lru_budget_evicts_the_least_recent_user():
     cold.get(1, tenant="default")
     cold.get(2, tenant="default")
     assert cold.peek(1, tenant="default") is None and cold.peek(2, tenant="default") is not None
+
+
+def test_a_user_bigger_than_the_budget_is_held_alone():
+    store = FakeStore([rec("a", "x" * 10, user=1), rec("b", "y" * 1000, user=2)])
+    cold = ColdRecords(store, budget_bytes=1200)
+    cold.get(1, tenant="default")
+    big = cold.get(2, tenant="default")  # ~4600 estimated bytes > 1200
+    assert cold.peek(2, tenant="default") is big and cold.peek(1, tenant="default") is None
+
+
+def test_a_mirrored_write_is_not_a_use():
+    users = [rec(f"m{u}", "x" * 10, user=u) for u in (1, 2, 3)]
+    store = FakeStore(users)
+    cold = ColdRecords(store, budget_bytes=2000)  # ~640 bytes a user: three fit
+    for u in (1, 2, 3):
+        cold.get(u, tenant="default")
+    cold.apply(WriteBatch(memories=[rec("n1", "new", user=1)]))  # user 1 stays least recent
+    store.records.append(rec("m4", "x" * 10, user=4))
+    cold.get(4, tenant="default")
+    assert cold.peek(1, tenant="default") is None
+    assert all(cold.peek(u, tenant="default") is not None for u in (2, 3, 4))

@@ -96,3 +96,29 @@ def test_submit_returns_at_once_and_a_cached_text_is_already_done():
     assert again.done() and again.result() is vec  # the cache answered, no model call
     assert len(fake.calls) == 1 and batcher.cache_hits == 1
     batcher.close()
+
+
+def test_the_batcher_and_the_embedder_share_one_query_cache():
+    from models.embedding.base import Embedder
+
+    class Counting(Embedder):
+        name = "counting"
+
+        def __init__(self) -> None:
+            super().__init__(dim=4, cache_size=8)
+            self.batches: list[list[str]] = []
+
+        def _embed_batch(self, texts: list[str]) -> np.ndarray:
+            self.batches.append(texts)
+            return np.ones((len(texts), 4), dtype=np.float32)
+
+    emb = Counting()
+    batcher = QueryBatcher(emb, window_ms=0, cache_size=8)
+    vec = batcher.embed("where do I live", timeout=5)
+    assert np.array_equal(emb.embed_query("where do I live"), vec)  # no second model call
+    emb.embed_query("what do I eat")
+    assert batcher.submit("what do I eat").done() and batcher.cache_hits == 1
+    assert len(emb.batches) == 2 and len(emb.query_cache) == 2
+    with pytest.raises(ValueError):
+        vec[0] = 0  # the cached vector is shared, so read-only
+    batcher.close()
