@@ -28,6 +28,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from itsdangerous import Signer
 
 V1 = "v1:"
 V2 = "v2:"
@@ -112,14 +113,17 @@ class LegacyCipher:
 
     def __init__(self, key: bytes):
         self._aead = AESGCM(hashlib.sha256(key).digest())
-        self._sign_key = hashlib.sha256(b"memstream-sign:" + key).digest()
+        sign_key = hashlib.sha256(b"memstream-sign:" + key).digest()
+        self._signer = Signer(sign_key, salt="memstream-link", digest_method=hashlib.sha256)
 
     def sign(self, message: str) -> str:
-        """HMAC-SHA256 of ``message`` (e.g. an expiring download link), hex."""
-        return hmac.new(self._sign_key, message.encode(), hashlib.sha256).hexdigest()
+        """The signature of ``message`` (e.g. an expiring download link): itsdangerous,
+        HMAC-SHA256, URL-safe base64."""
+        return self._signer.get_signature(message).decode("ascii")
 
     def verify(self, message: str, signature: str) -> bool:
-        return hmac.compare_digest(self.sign(message), signature)
+        """Whether ``signature`` is ``message``'s (constant-time; junk is just false)."""
+        return self._signer.verify_signature(message, signature)
 
     def encrypt(self, text: str) -> str:
         """Only for tests that build an old (``v1``) store."""

@@ -55,3 +55,14 @@ def test_plaintext_topics_never_outlive_the_deadline(hours: int) -> None:
 def test_only_conversations_and_dlq_get_the_deadline() -> None:
     assert topic_config("memory.dlq", 3600_000) and topic_config("memory.conversations", 3600_000)
     assert topic_config("memory.commands", 3600_000) == {}
+
+
+def test_a_link_signature_verifies_only_its_message_under_its_key() -> None:
+    signer = LegacyCipher(b"k" * 32)
+    sig = signer.sign("x_1:1700000000")
+    assert sig.isascii() and "=" not in sig  # goes into a URL as it is
+    assert signer.verify("x_1:1700000000", sig)
+    assert not signer.verify("x_1:1700000001", sig)  # another expiry
+    assert not LegacyCipher(b"j" * 32).verify("x_1:1700000000", sig)  # another key
+    for junk in ("0" + sig, "", "é", sig[:-2], "not base64!"):
+        assert not signer.verify("x_1:1700000000", junk)
