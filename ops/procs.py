@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 
 class StackError(RuntimeError):
     """A local service could not be started or stopped; the message says which and why."""
@@ -25,7 +27,7 @@ class Proc:
     name: str
     run_dir: Path
     log_dir: Path
-    marker: str  # a string that must appear in /proc/<pid>/cmdline
+    marker: str  # a string that must appear in the process's command line
 
     @property
     def pidfile(self) -> Path:
@@ -95,29 +97,26 @@ class Proc:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return True
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        return True
+    except psutil.AccessDenied:
+        return True  # someone else's, but there
     try:  # a zombie child of ours counts as gone
-        with open(f"/proc/{pid}/stat") as f:
-            if f.read().split(")")[-1].split()[0] == "Z":
-                os.waitpid(pid, os.WNOHANG)
-                return False
-    except (FileNotFoundError, ChildProcessError):
-        return False
-    return True
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    return False
 
 
 def _cmdline_has(pid: int, marker: str) -> bool:
     if not _alive(pid):
         return False
     try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+        return marker in " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
         return False
-    return marker.encode() in raw.replace(b"\0", b" ")
 
 
 def _signal_group(pid: int, sig: int) -> None:

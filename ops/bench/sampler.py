@@ -1,4 +1,4 @@
-"""A process's CPU and resident memory, read from ``/proc`` while a bench runs.
+"""A process's CPU and resident memory, read with psutil while a bench runs.
 
 The benches serve the API and run the flows inside their own process (the node's
 setup), so "node CPU and RSS" is that process's: ``ProcSampler(os.getpid())`` samples it
@@ -11,24 +11,20 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-_TICKS = os.sysconf("SC_CLK_TCK")
+import psutil
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds the process has used (all its threads)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15)
+    """User + system CPU seconds the process has used (all its threads); psutil.Error
+    once it is gone."""
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    raise ValueError(f"no VmRSS for pid {pid}")
+    return round(psutil.Process(pid).memory_info().rss / (1024 * 1024), 1)
 
 
 class ProcSampler:
@@ -73,7 +69,7 @@ class ProcSampler:
         while not self._stop.wait(self.interval_s):
             try:
                 self._sample()
-            except (OSError, ValueError):
+            except psutil.Error:
                 return  # the process is gone
 
     def stop(self) -> None:
@@ -83,7 +79,7 @@ class ProcSampler:
         self._thread.join(5)
         try:
             self._sample()
-        except (OSError, ValueError):
+        except psutil.Error:
             pass
 
     def summary(self) -> dict[str, Any]:
