@@ -14,24 +14,25 @@ import argparse
 import json
 import sys
 import time
-import urllib.error
-import urllib.request
+
+import httpx
 
 from core.settings import Settings, SettingsError, get_settings
 from ops import stack
 from ops.procs import StackError, port_open
-from recall_api.serving import api_base_url, client_ssl_context
+from recall_api.serving import api_base_url, client_verify
 
 
 def _readyz(s: Settings, timeout: float = 3.0) -> tuple[int, dict]:
-    url = f"{api_base_url(s)}/readyz"
+    """The node's /readyz status and body; (0, {}) when nothing answers."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout, context=client_ssl_context(s)) as resp:
-            return resp.status, json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
-    except (OSError, ValueError):
+        resp = httpx.get(f"{api_base_url(s)}/readyz", timeout=timeout, verify=client_verify(s))
+    except httpx.HTTPError:
         return 0, {}
+    try:
+        return resp.status_code, resp.json() if resp.content else {}
+    except ValueError:
+        return resp.status_code, {}
 
 
 def cmd_up(s: Settings, args: argparse.Namespace) -> int:

@@ -18,14 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
+
 from core.settings import Settings, get_settings
 from ops.client_auth import auth_headers
-from recall_api.serving import api_base_url, client_ssl_context
+from recall_api.serving import api_base_url, client_verify
 
 
 class NodeUnreachable(Exception):
@@ -89,25 +89,22 @@ def via_node(
     host = "127.0.0.1" if settings.api_host in ("0.0.0.0", "") else settings.api_host
     host = f"[{host}]" if ":" in host else host
     url = f"{api_base_url(settings, host)}/admin/v1/lifecycle/run"
-    payload = json.dumps({"now": now.isoformat(), "users": users}).encode()
-    req = urllib.request.Request(
-        url,
-        data=payload,
-        headers={"content-type": "application/json", **auth_headers(settings)},
-        method="POST",
-    )
     try:
-        with urllib.request.urlopen(
-            req, timeout=timeout, context=client_ssl_context(settings)
-        ) as resp:
-            return resp.status, json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        try:
-            return exc.code, json.loads(exc.read() or b"{}")
-        except ValueError:
-            return exc.code, {}
-    except (urllib.error.URLError, ConnectionError) as exc:
+        resp = httpx.post(
+            url,
+            json={"now": now.isoformat(), "users": users},
+            headers=auth_headers(settings),
+            timeout=timeout,
+            verify=client_verify(settings),
+        )
+    except httpx.ReadTimeout as exc:  # the node took the pass and is busy: not a second pass here
+        raise TimeoutError(f"the node did not answer within {timeout:g}s") from exc
+    except httpx.TransportError as exc:
         raise NodeUnreachable(str(exc)) from exc
+    try:
+        return resp.status_code, resp.json() if resp.content else {}
+    except ValueError:
+        return resp.status_code, {}
 
 
 def run_direct(
