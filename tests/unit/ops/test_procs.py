@@ -1,4 +1,4 @@
-"""ops.procs and ops.bench_sampler: processes found by their command line, sampled."""
+"""ops.procs and ops.bench.sampler: processes found by their command line, sampled."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from ops.bench_sampler import ProcSampler, cpu_seconds, rss_mb
+from ops.bench.sampler import ProcSampler, cpu_seconds, rss_mb
 from ops.procs import Proc
 
 
