@@ -19,6 +19,7 @@ Pure, no I/O (jieba's dictionary ships in its wheel).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -44,6 +45,7 @@ _lock = threading.Lock()
 _ready = False
 
 
+@functools.lru_cache(maxsize=1 << 14)  # the writer asks again for the texts it compares
 def specifics(text: str) -> frozenset[str]:
     """The names, numbers and dates of ``text``, casefolded."""
     text = unicodedata.normalize("NFKC", text)

@@ -137,6 +137,9 @@ def bench_ingest_data(
         "tasks": len(sent),
         "turns": turns,
         "failed_tasks": sum(1 for r in results if r["status"] == "failed"),
+        "failed_reasons": sorted(
+            {str(r.get("reason"))[:300] for r in results if r["status"] == "failed"}
+        )[:10],  # fmt: skip
         "missing_tasks": done["missing"],
         "elapsed_s": round(wall, 2),
         "turns_per_s": round(turns / wall, 1),
