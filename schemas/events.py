@@ -42,11 +42,10 @@ class Strategy(Frozen):
     entity_types: list[str] = Field(default_factory=list)
 
 
-class ConversationEvent(Frozen):
-    """Value of `memory.conversations`; the API's `add` produces exactly this."""
+class Conversation(Frozen):
+    """The turns and where they belong: what a caller says in an ``add``
+    (``schemas.requests.AddRequest``) and the heart of the event it becomes."""
 
-    task_id: str | None = Field(default=None, min_length=1, max_length=128)
-    tenant_id: TenantId = DEFAULT_TENANT  # absent: the default tenant
     user_id: UserId
     app_id: ScopeId | None = None
     session_id: ScopeId | None = None
@@ -54,6 +53,14 @@ class ConversationEvent(Frozen):
     level: Level | None = None
     messages: list[Message] = Field(min_length=1)
     strategy: Strategy | None = None
+
+
+class ConversationEvent(Conversation):
+    """Value of `memory.conversations`; the API's `add` produces exactly this: the
+    caller's ``Conversation`` with the task and tenant the API gives it."""
+
+    task_id: str | None = Field(default=None, min_length=1, max_length=128)
+    tenant_id: TenantId = DEFAULT_TENANT  # absent: the default tenant
     ts: StoreTime | None = None
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -1,0 +1,225 @@
+"""The bodies of the HTTP API's requests (DESIGN §6), one model per endpoint.
+
+Unknown fields are refused (``extra="forbid"``: 40001). ``user_id`` is strict (``true``
+is not user 1). ``request_id`` makes a write idempotent: resending it gives the same
+answer and no second copy; the same id with another request answers 40901
+(``recall_api.idempotency``). The answers' shapes are in ``schemas.responses``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    model_validator,
+)
+
+from schemas.commands import StructuredMemory
+from schemas.enums import Level, MemType, OpType, Ownership
+from schemas.events import Conversation
+from schemas.limits import (
+    Content,
+    CustomTags,
+    QueryTime,
+    ScopeId,
+    StoreTime,
+    UserId,
+    strict_store_time,
+)
+
+MAX_TOP_K = 100
+MAX_CHARS = 1_000_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- write -----------------------------------------------------------------------------
+
+
+class AddRequest(Conversation):
+    """The turns and where they belong: the fields of the ``memory.conversations``
+    event the add becomes (the API gives it its task and tenant), and ``request_id``."""
+
+    model_config = ConfigDict(frozen=False)
+
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class StructuredRequest(StructuredMemory):
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class SessionCloseRequest(_Body):
+    user_id: UserId
+    app_id: ScopeId | None = None
+    session_id: ScopeId
+    promote_ids: list[str] = Field(default_factory=list, max_length=1000)
+    pending: StrictBool = False
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+# --- recall ----------------------------------------------------------------------------
+
+
+def _aware(v: datetime) -> datetime:
+    if v.tzinfo is None or v.utcoffset() is None:
+        raise ValueError("as_of needs a timezone, e.g. 2025-01-31T12:00:00Z")
+    return v
+
+
+# as_of: with a timezone, then UTC inside the stores' range (schemas.limits.StoreTime)
+AsOf = Annotated[datetime, AfterValidator(_aware), AfterValidator(strict_store_time)]
+
+
+class CrossApp(_Body):
+    enabled: StrictBool = False
+
+
+class RecallScope(_Body):
+    include_global: StrictBool = True
+    app_id: ScopeId | None = None
+    session_id: ScopeId | None = None
+    cross_app: CrossApp = Field(default_factory=CrossApp)
+
+
+class RecallFilter(_Body):
+    ownership: list[Ownership] = Field(default_factory=list)
+    mem_type: list[MemType] = Field(default_factory=list)
+    custom_tags: list[Annotated[str, StringConstraints(min_length=1, max_length=256)]] = Field(
+        default_factory=list, max_length=32
+    )
+
+
+class RecallRequest(_Body):
+    user_id: UserId
+    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096)]
+    scope: RecallScope = Field(default_factory=RecallScope)
+    filter: RecallFilter = Field(default_factory=RecallFilter)
+    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
+    min_relevance: float | None = Field(default=None, ge=0, le=1)
+    include_archived: StrictBool = False
+    timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
+    as_of: AsOf | None = None
+    # the agent's context budget: the best-ranked memories that fit whole, in rank order
+    max_chars: StrictInt | None = Field(default=None, ge=1, le=MAX_CHARS)
+    # false: an inspection (the console's playground), not a use: no recall-hit event,
+    # so no weight recovery and no last_recalled_at change; the ranking is the same
+    record_hit: StrictBool = True
+
+
+# --- manage ----------------------------------------------------------------------------
+
+
+class UpdateRequest(_Body):
+    user_id: UserId
+    memory_id: str = Field(min_length=1, max_length=64)
+    content: Content | None = Field(default=None, min_length=1, max_length=8192)
+    is_important: StrictBool | None = None
+    expire_at: StoreTime | None = None
+    clear_expire_at: StrictBool = False
+    custom_tags: CustomTags | None = None
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="after")
+    def _something(self) -> UpdateRequest:
+        if (
+            self.content is None
+            and self.is_important is None
+            and self.expire_at is None
+            and not self.clear_expire_at
+            and self.custom_tags is None
+        ):
+            raise ValueError(
+                "nothing to update: give content, is_important, expire_at or custom_tags"
+            )
+        return self
+
+
+class DeleteRequest(_Body):
+    user_id: UserId
+    memory_id: str = Field(min_length=1, max_length=64)
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class Scope(_Body):
+    app_id: ScopeId | None = None
+    level: Level | None = None
+    session_id: ScopeId | None = None
+
+
+class BatchDeleteRequest(_Body):
+    user_id: UserId
+    memory_ids: list[str] | None = Field(default=None, min_length=1, max_length=1000)
+    scope: Scope | None = None
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> BatchDeleteRequest:
+        if (self.memory_ids is None) == (self.scope is None):
+            raise ValueError("give exactly one of memory_ids or scope")
+        return self
+
+
+class HistoryRequest(_Body):
+    user_id: UserId
+    memory_id: str = Field(min_length=1, max_length=64)
+
+
+class ChangeLogRequest(_Body):
+    user_id: UserId
+    app_id: ScopeId | None = None
+    level: Level | None = None
+    op_types: list[OpType] | None = None
+    start: QueryTime | None = None  # clamped to what the store holds (1900..2299)
+    end: QueryTime | None = None
+    page: int = Field(default=1, ge=1, le=1_000_000)
+    page_size: int = Field(default=50, ge=1, le=500)
+
+
+# --- privacy ---------------------------------------------------------------------------
+
+
+class UserListRequest(_Body):
+    user_id: UserId
+    include_deleted: StrictBool = False
+    page: int = Field(default=1, ge=1)
+    page_size: int = Field(default=100, ge=1, le=1000)
+
+
+class PurgeRequest(_Body):
+    user_id: UserId
+    scope: Scope | None = None
+    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+
+
+class SwitchRequest(_Body):
+    user_id: UserId
+    app_id: ScopeId | None = None
+    enabled: StrictBool
+
+
+class ExportRequest(_Body):
+    user_id: UserId
+
+
+# --- admin (loopback) ------------------------------------------------------------------
+
+
+class LifecycleRunRequest(_Body):
+    now: StoreTime | None = None  # naive = UTC; default: the node's wall clock
+    users: list[UserId] | None = Field(default=None, max_length=10_000)
+
+
+class SqlRequest(_Body):
+    query: str = Field(min_length=1, max_length=100_000)
+    max_rows: int = Field(default=1000, ge=1, le=100_000)
