@@ -6,21 +6,23 @@ import asyncio
 import time
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from recall_api.errors import plain_json
 from recall_api.metrics import READY
+from schemas.api import Health
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz")
-async def healthz() -> dict:
+@router.get("/healthz", response_model=Health)
+async def healthz() -> Response:
     """The process is alive; says nothing about dependencies."""
-    return {"status": "ok"}
+    return plain_json({"status": "ok"})
 
 
-@router.get("/readyz")
+@router.get("/readyz", response_model=Health, responses={503: {"model": Health}})
 async def readyz(request: Request) -> JSONResponse:
     """200 only when Kafka, Redis, ClickHouse and Milvus all answer."""
     stores = request.app.state.stores
@@ -37,8 +39,9 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ok else 503)
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_model=None, response_class=PlainTextResponse)
 async def metrics() -> Response:
+    """Prometheus' text format."""
     # off the event loop: in the node a scrape asks the broker for the flows' lag
     body = await asyncio.to_thread(generate_latest)
     return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -1,10 +1,14 @@
-"""The ``data`` of each HTTP API answer (DESIGN §6), as a client reads it.
+"""The ``data`` of each HTTP API answer (DESIGN §6): what the routes declare
+(``response_model=Envelope[...]``, so OpenAPI documents every answer) and what a client
+reads (``memstream.client``).
 
 The routes build these payloads as plain dicts (``MemoryRecord.public()``,
-``recall_api.routes.recall.item``, the writer's command results); these models name
-their fields for callers (``memstream.client``). They ignore fields they do not know, so
-a newer server with more fields still parses; the client's integration tests parse every
-answer of a real API through them, which is what keeps the two in step.
+``recall_api.routes.recall.item``, the writer's command results) and answer them
+without a validation pass; these models name their fields. They ignore fields they do
+not know, so a newer server with more fields still parses; the API's tests validate real
+answers against the declared model with no field left over
+(``tests/integration/test_api_shapes.py``) and the client's parse every answer through
+them, which is what keeps the three in step.
 """
 
 from __future__ import annotations
@@ -52,7 +56,9 @@ class TaskStatus(_Data):
     task_id: str
     status: str
     user_id: int | None = None
+    tenant_id: str | None = None
     app_id: str | None = None
+    kid: str | None = None  # the key that added it (only that key's app may read it)
     updated_at: float | None = None
     counts: TaskCounts | None = None
     memory_ids: list[str] = Field(default_factory=list)
@@ -229,9 +235,14 @@ class ExportStatus(_Data):
 
     export_id: str
     status: str
+    # the job's record as kept in Redis: the API answers its numbers (user_id, counts,
+    # the epoch seconds it started and finished) as numeric strings, parsed here
+    tenant_id: str | None = None
     user_id: int | None = None
+    created_at: float | None = None
     memories: int | None = None
     changes: int | None = None
+    finished_at: float | None = None
     reason: str | None = None
     url: str | None = None
     expires: int | None = None
@@ -242,3 +253,50 @@ class SessionClosed(_Data):
     dropped: list[str] = Field(default_factory=list)
     refused: list[str] = Field(default_factory=list)
     pending_memory_id: str | None = None
+
+
+class WhoAmI(_Data):
+    """``/console/v1/whoami``: the key's tenant, role (``local`` without keys) and apps
+    (``None``: every app of the tenant)."""
+
+    tenant: str
+    role: str
+    apps: list[str] | None = None
+    global_grant: bool
+    kid: str | None = None
+
+
+class LifecycleSummary(_Data):
+    """``/admin/v1/lifecycle/run``: what one lifecycle pass did (counts of memories)."""
+
+    now: datetime
+    users: int
+    archived: int  # decayed below the threshold
+    expired: int  # archived because expire_at passed
+    purged: int
+    purged_deleted: int
+    purged_archived: int
+    sanitized_changes: int
+    consolidated: int
+    consolidated_members: int
+    failed_commands: int
+    reconciled: dict[str, int] = Field(default_factory=dict)
+    took_s: float
+
+
+class ProcessStats(_Data):
+    """``/admin/v1/stats``: the process's Python heap and memo tables, its hot cache
+    (API processes), its ClickHouse engine and embedded Milvus Lite's segments."""
+
+    python: dict[str, Any]
+    lru_caches: dict[str, dict[str, int]]
+    hot_cache: dict[str, int] | None = None
+    clickhouse: dict[str, Any]
+    milvus: dict[str, Any]
+
+
+class SqlResult(_Data):
+    """``/admin/v1/sql``: the columns' names and the rows (at most ``max_rows``)."""
+
+    columns: list[str]
+    rows: list[list[Any]]

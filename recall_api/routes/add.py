@@ -8,12 +8,12 @@ import threading
 import time
 from typing import Any
 
-from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from fastapi import APIRouter, Request, Response
+from pydantic import ValidationError
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
-from recall_api.errors import OUTAGES, ApiError, unavailable
+from recall_api.errors import OUTAGES, ApiError, ok, unavailable
 from recall_api.idempotency import (
     Idempotency,
     caller_identity,
@@ -23,35 +23,16 @@ from recall_api.idempotency import (
 )
 from recall_api.recall import recaller_for
 from recall_api.services import Services
-from schemas.commands import StructuredMemory
-from schemas.enums import Level, Ownership
+from schemas.api import Envelope
 from schemas.errors import ErrorCode
-from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent, Message, Strategy, UserId
-from schemas.limits import ScopeId
+from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent
+from schemas.requests import AddRequest, StructuredRequest
+from schemas.responses import AddAccepted, StructuredAdded, TaskStatus
 from sinks.errors import StoreUnavailable
 from sinks.sealed import seal_event_bytes
 from sinks.tasks import LANDED, TaskResult
 
 router = APIRouter(prefix="/memory/v1", tags=["write"])
-
-
-class AddRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    user_id: UserId
-    app_id: ScopeId | None = None
-    session_id: ScopeId | None = None
-    ownership: Ownership = Ownership.USER
-    level: Level | None = None
-    messages: list[Message] = Field(min_length=1)
-    strategy: Strategy | None = None
-    # Resending an add with the same request_id gives the same task (and no second copy);
-    # the same id with another request answers 40901 (recall_api.idempotency).
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
-
-
-class StructuredRequest(StructuredMemory):
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
 
 
 def add_task_id(
@@ -82,8 +63,8 @@ def check_switch(svc: Services, user_id: int, app_id: str | None, tenant: str) -
         raise ApiError(ErrorCode.SWITCHED_OFF, f"memory is switched off for app '{app_id}'")
 
 
-@router.post("/add")
-def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request) -> dict[str, Any]:
+@router.post("/add", response_model=Envelope[AddAccepted])
+def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request) -> Response:
     """Accept turns for extraction; answers at once with a task id to poll."""
     caller.check_write_scope(body.level, body.app_id)
     s = svc.settings
@@ -118,16 +99,16 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
     answer = {"task_id": event.task_id, "accepted": True}
     try:  # the task status must be recordable: say so now
         if record.claim() is not None:  # 40901 for another request
-            return {"code": 0, "msg": "ok", "data": answer}
+            return ok(answer)
         known = svc.tasks.get(event.task_id, tenant=t)
     except OUTAGES as exc:
         raise unavailable("Redis", request_id) from exc
     if known is not None and known["status"] in LANDED:  # its answer was lost, not its event
         record.remember(answer)
-        return {"code": 0, "msg": "ok", "data": answer}
+        return ok(answer)
     deliver(svc, event.task_id, body, t, caller.kid, payload, request_id, record, answer)
     recaller_for(request.app.state, svc).prefetch(body.user_id, t)  # a recall tends to follow
-    return {"code": 0, "msg": "ok", "data": answer}
+    return ok(answer)
 
 
 def deliver(
@@ -183,10 +164,8 @@ def deliver(
         raise unavailable("Kafka", request_id)
 
 
-@router.post("/add_structured")
-async def add_structured(
-    body: StructuredRequest, svc: ServicesDep, caller: CallerDep
-) -> dict[str, Any]:
+@router.post("/add_structured", response_model=Envelope[StructuredAdded])
+async def add_structured(body: StructuredRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """Write one memory directly (no extraction, no evolution); answers once durable."""
     caller.check_write_scope(body.level, body.app_id)
     check_switch(svc, body.user_id, body.app_id, caller.tenant)
@@ -200,14 +179,14 @@ async def add_structured(
         tenant=caller.tenant,
         caller=caller,
     )
-    return {"code": 0, "msg": "ok", "data": data}
+    return ok(data)
 
 
-@router.get("/tasks/{task_id}")
-def task_status(task_id: str, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.get("/tasks/{task_id}", response_model=Envelope[TaskStatus])
+def task_status(task_id: str, svc: ServicesDep, caller: CallerDep) -> Response:
     found = svc.tasks.get(task_id, tenant=caller.tenant)
     if found is None and not svc.stores.redis.ping():  # unknown, or only unreadable now?
         raise unavailable("Redis (task status)")
     if found is None or not caller.may_see_task(found):
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown task '{task_id}' (or its status expired)")
-    return {"code": 0, "msg": "ok", "data": found}
+    return ok(found)

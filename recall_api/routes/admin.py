@@ -30,19 +30,19 @@ cover every tenant.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Depends, Request, Response
 
 from core.sql_guard import SqlRefused
 from recall_api.access import Caller
 from recall_api.deps import caller_of
-from recall_api.errors import ApiError
+from recall_api.errors import ApiError, ok
 from recall_api.process_stats import process_stats
+from schemas.api import Envelope
 from schemas.errors import ErrorCode
-from schemas.events import UserId
-from schemas.limits import StoreTime
+from schemas.requests import LifecycleRunRequest, SqlRequest
+from schemas.responses import LifecycleSummary, ProcessStats, SqlResult
 
 router = APIRouter(prefix="/admin/v1", tags=["admin"])
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -64,17 +64,8 @@ def _admin(request: Request, _: Annotated[None, Depends(_loopback)]) -> Caller:
 LoopbackOnly = Annotated[Caller, Depends(_admin)]
 
 
-class LifecycleRunRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    now: StoreTime | None = None  # naive = UTC; default: the node's wall clock
-    users: list[UserId] | None = Field(default=None, max_length=10_000)
-
-
-@router.post("/lifecycle/run")
-def lifecycle_run(
-    body: LifecycleRunRequest, request: Request, caller: LoopbackOnly
-) -> dict[str, Any]:
+@router.post("/lifecycle/run", response_model=Envelope[LifecycleSummary])
+def lifecycle_run(body: LifecycleRunRequest, request: Request, caller: LoopbackOnly) -> Response:
     """One lifecycle pass (archive, expiry, purge, reconcile) at ``now``; answers its summary."""
     runner = getattr(request.app.state, "lifecycle_runner", None)
     if runner is None:
@@ -82,25 +73,18 @@ def lifecycle_run(
     now = body.now or datetime.now(UTC)
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
     scope = {} if caller.role is None else {"tenant": caller.tenant}  # a key: its tenant
-    return {"code": 0, "msg": "ok", "data": runner(now=now, users=body.users, **scope)}
+    return ok(runner(now=now, users=body.users, **scope))
 
 
-@router.get("/stats")
-def stats(request: Request, _: LoopbackOnly) -> dict[str, Any]:
+@router.get("/stats", response_model=Envelope[ProcessStats])
+def stats(request: Request, _: LoopbackOnly) -> Response:
     """The process's heap, hot cache and ClickHouse engine figures (a soak's sampler)."""
     data = process_stats(request.app.state.stores, request.app.state.services)
-    return {"code": 0, "msg": "ok", "data": data}
+    return ok(data)
 
 
-class SqlRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(min_length=1, max_length=100_000)
-    max_rows: int = Field(default=1000, ge=1, le=100_000)
-
-
-@router.post("/sql")
-def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> dict[str, Any]:
+@router.post("/sql", response_model=Envelope[SqlResult])
+def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> Response:
     """Read-only SQL on the ClickHouse store; any write is refused by ClickHouse itself."""
     store = request.app.state.stores.clickhouse
     tenant = None if caller.role is None else caller.tenant
@@ -110,4 +94,4 @@ def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> dict[str, A
         raise ApiError(ErrorCode.BAD_PARAMETER, f"query refused: {exc}") from None
     except Exception as exc:  # the server's message is the useful answer (syntax, READONLY)
         raise ApiError(ErrorCode.BAD_PARAMETER, str(exc).splitlines()[0][:1000]) from None
-    return {"code": 0, "msg": "ok", "data": {"columns": columns, "rows": rows}}
+    return ok({"columns": columns, "rows": rows})

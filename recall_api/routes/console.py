@@ -24,12 +24,14 @@ import hashlib
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.responses import HTMLResponse
 
 from recall_api.deps import CallerDep
+from recall_api.errors import ok
+from schemas.api import Envelope
+from schemas.responses import WhoAmI
 
 router = APIRouter(tags=["console"])
 PAGE = "static/console.html"
@@ -74,17 +76,15 @@ def console() -> HTMLResponse:
     )
 
 
-@router.get("/console/v1/whoami")
-def whoami(caller: CallerDep) -> dict[str, Any]:
+@router.get("/console/v1/whoami", response_model=Envelope[WhoAmI])
+def whoami(caller: CallerDep) -> Response:
     """The key's tenant, role and apps (``apps`` null: every app of the tenant)."""
-    return {
-        "code": 0,
-        "msg": "ok",
-        "data": {
+    return ok(
+        {
             "tenant": caller.tenant,
             "role": caller.role or "local",
             "apps": sorted(caller.apps) if caller.is_app else None,
             "global_grant": caller.global_grant or not caller.is_app,
             "kid": caller.kid or None,
-        },
-    }
+        }
+    )

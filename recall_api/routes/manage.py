@@ -5,99 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from fastapi import APIRouter, Response
 
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
-from recall_api.errors import ApiError
-from schemas.enums import Level, OpType
+from recall_api.errors import ApiError, ok
+from schemas.api import Envelope
 from schemas.errors import ErrorCode
-from schemas.events import UINT64_MAX
-from schemas.limits import Content, CustomTags, QueryTime, ScopeId, StoreTime
+from schemas.requests import (
+    BatchDeleteRequest,
+    ChangeLogRequest,
+    DeleteRequest,
+    HistoryRequest,
+    UpdateRequest,
+)
+from schemas.responses import ChangeLogPage, Deleted, History, Updated
 
 router = APIRouter(prefix="/memory/v1", tags=["manage"])
-UserId = Field(strict=True, ge=0, le=UINT64_MAX)  # true is not user 1
 
 
-class UpdateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-    memory_id: str = Field(min_length=1, max_length=64)
-    content: Content | None = Field(default=None, min_length=1, max_length=8192)
-    is_important: StrictBool | None = None
-    expire_at: StoreTime | None = None
-    clear_expire_at: StrictBool = False
-    custom_tags: CustomTags | None = None
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
-
-    @model_validator(mode="after")
-    def _something(self) -> UpdateRequest:
-        if (
-            self.content is None
-            and self.is_important is None
-            and self.expire_at is None
-            and not self.clear_expire_at
-            and self.custom_tags is None
-        ):
-            raise ValueError(
-                "nothing to update: give content, is_important, expire_at or custom_tags"
-            )
-        return self
-
-
-class DeleteRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-    memory_id: str = Field(min_length=1, max_length=64)
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
-
-
-class Scope(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    app_id: ScopeId | None = None
-    level: Level | None = None
-    session_id: ScopeId | None = None
-
-
-class BatchDeleteRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-    memory_ids: list[str] | None = Field(default=None, min_length=1, max_length=1000)
-    scope: Scope | None = None
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
-
-    @model_validator(mode="after")
-    def _one_selector(self) -> BatchDeleteRequest:
-        if (self.memory_ids is None) == (self.scope is None):
-            raise ValueError("give exactly one of memory_ids or scope")
-        return self
-
-
-class HistoryRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-    memory_id: str = Field(min_length=1, max_length=64)
-
-
-class ChangeLogRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-    app_id: ScopeId | None = None
-    level: Level | None = None
-    op_types: list[OpType] | None = None
-    start: QueryTime | None = None  # clamped to what the store holds (1900..2299)
-    end: QueryTime | None = None
-    page: int = Field(default=1, ge=1, le=1_000_000)
-    page_size: int = Field(default=50, ge=1, le=500)
-
-
-def _ok(data: Any) -> dict[str, Any]:
-    return {"code": 0, "msg": "ok", "data": data}
-
-
-@router.post("/update")
-async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/update", response_model=Envelope[Updated])
+async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """Content and/or meta; a text change re-embeds and re-hashes, meta alone does not."""
     t = caller.tenant
     if caller.is_app:
@@ -110,11 +38,11 @@ async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> di
     data = await run_command(
         svc, "update", body.user_id, payload, body.request_id, tenant=t, caller=caller
     )
-    return _ok(data)
+    return ok(data)
 
 
-@router.post("/delete")
-async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/delete", response_model=Envelope[Deleted])
+async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """Soft delete: gone from recall when this returns; purged after the retention."""
     t = caller.tenant
     payload: dict[str, Any] = {"memory_ids": [body.memory_id]}
@@ -124,13 +52,11 @@ async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> di
     data = await run_command(
         svc, "delete", body.user_id, payload, body.request_id, tenant=t, caller=caller
     )
-    return _ok(data)
+    return ok(data)
 
 
-@router.post("/batch_delete")
-async def batch_delete(
-    body: BatchDeleteRequest, svc: ServicesDep, caller: CallerDep
-) -> dict[str, Any]:
+@router.post("/batch_delete", response_model=Envelope[Deleted])
+async def batch_delete(body: BatchDeleteRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """One aggregated operation over ids or a scope (app_id / level / session_id).
 
     An app key deletes only what it may change: named ids it may not see answer 40401,
@@ -156,11 +82,11 @@ async def batch_delete(
         caller=caller,
         endpoint="batch_delete",
     )
-    return _ok(data)
+    return ok(data)
 
 
-@router.post("/history")
-def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/history", response_model=Envelope[History])
+def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """The memory's whole chain: what it superseded, what superseded it, every change."""
     mem, t = svc.memories, caller.tenant
     current = mem.get(body.user_id, body.memory_id, tenant=t)
@@ -182,7 +108,7 @@ def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[s
         visible_apps=caller.app_ids,
         limit=10_000,
     )
-    return _ok(
+    return ok(
         {
             "memory": current.public(),
             "chain": [r.public() for r in chain],
@@ -191,8 +117,8 @@ def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> dict[s
     )
 
 
-@router.post("/change_log")
-def change_log(body: ChangeLogRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/change_log", response_model=Envelope[ChangeLogPage])
+def change_log(body: ChangeLogRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """One page of the user's changes; an app key sees its apps' rows and GLOBAL ones."""
     caller.check_app(body.app_id)
     rows, total = svc.changelog.query(
@@ -207,7 +133,7 @@ def change_log(body: ChangeLogRequest, svc: ServicesDep, caller: CallerDep) -> d
         limit=body.page_size,
         offset=(body.page - 1) * body.page_size,
     )
-    return _ok(
+    return ok(
         {
             "items": [c.public() for c in rows],
             "total": total,

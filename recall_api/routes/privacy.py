@@ -6,53 +6,20 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from recall_api import export
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
-from recall_api.errors import ApiError
-from recall_api.routes.manage import Scope
+from recall_api.errors import ApiError, ok
+from schemas.api import Envelope
 from schemas.enums import Level, Status
 from schemas.errors import ErrorCode
-from schemas.events import UINT64_MAX
-from schemas.limits import ScopeId
+from schemas.requests import ExportRequest, PurgeRequest, SwitchRequest, UserListRequest
+from schemas.responses import ExportStarted, ExportStatus, Purged, Switched, UserMemories
 
 router = APIRouter(prefix="/memory/v1", tags=["privacy"])
-UserId = Field(strict=True, ge=0, le=UINT64_MAX)  # true is not user 1
-
-
-class UserListRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-    include_deleted: StrictBool = False
-    page: int = Field(default=1, ge=1)
-    page_size: int = Field(default=100, ge=1, le=1000)
-
-
-class PurgeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-    scope: Scope | None = None
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
-
-
-class SwitchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-    app_id: ScopeId | None = None
-    enabled: StrictBool
-
-
-class ExportRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    user_id: int = UserId
-
-
-def _ok(data: Any) -> dict[str, Any]:
-    return {"code": 0, "msg": "ok", "data": data}
 
 
 def group_by_scope(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -67,8 +34,8 @@ def group_by_scope(items: list[dict[str, Any]]) -> dict[str, Any]:
     return grouped
 
 
-@router.post("/user/list")
-def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/user/list", response_model=Envelope[UserMemories])
+def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """All of a user's memories (history included), grouped by scope, oldest first."""
     statuses = [Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED]
     if body.include_deleted:
@@ -79,7 +46,7 @@ def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> dic
     )
     start = (body.page - 1) * body.page_size
     page = [r.public() for r in rows[start : start + body.page_size]]
-    return _ok(
+    return ok(
         {
             "memories": group_by_scope(page),
             "total": len(rows),
@@ -90,8 +57,8 @@ def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> dic
     )
 
 
-@router.post("/purge")
-async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/purge", response_model=Envelope[Purged])
+async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """Everything of the user (or of a scope) leaves recall at once; durable soft delete;
     the lifecycle removes it physically after the retention (the answer says when).
     Admin keys only (an app key deletes its own memories with batch_delete)."""
@@ -125,30 +92,30 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> dict
     due = datetime.now(UTC) + timedelta(days=svc.settings.deleted_retention_days)
     data["physical_removal_due"] = due.isoformat()
     data["raw_transcripts_expire_within_h"] = svc.settings.conversations_retention_h
-    return _ok(data)
+    return ok(data)
 
 
-@router.post("/switch")
-def switch(body: SwitchRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/switch", response_model=Envelope[Switched])
+def switch(body: SwitchRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """Global (no app_id, admin keys only) or per app; takes effect for add and recall at once."""
     if body.app_id is None:
         caller.require_admin("the global switch")
     caller.check_app(body.app_id)
     svc.switches.set(body.user_id, body.app_id, body.enabled, tenant=caller.tenant)
-    return _ok({"user_id": body.user_id, "app_id": body.app_id, "enabled": body.enabled})
+    return ok({"user_id": body.user_id, "app_id": body.app_id, "enabled": body.enabled})
 
 
-@router.post("/export")
-def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> dict[str, Any]:
+@router.post("/export", response_model=Envelope[ExportStarted])
+def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     caller.require_admin("export")
     export_id = export.start_export(svc, body.user_id, caller.tenant)
-    return _ok({"export_id": export_id, "status": "running"})
+    return ok({"export_id": export_id, "status": "running"})
 
 
-@router.get("/export/{export_id}")
+@router.get("/export/{export_id}", response_model=Envelope[ExportStatus])
 def export_status(
     export_id: str, svc: ServicesDep, caller: CallerDep, link_ttl_s: int = 3600
-) -> dict[str, Any]:
+) -> Response:
     caller.require_admin("export")
     found = export.status(svc, export_id, caller.tenant)
     if found is None:
@@ -157,11 +124,17 @@ def export_status(
         found["url"], found["expires"] = export.signed_link(
             svc, export_id, max(1, min(link_ttl_s, 86400))
         )
-    return _ok({"export_id": export_id, **found})
+    return ok({"export_id": export_id, **found})
 
 
-@router.get("/export/download/{export_id}", response_model=None)
-def download(export_id: str, expires: int, sig: str, svc: ServicesDep) -> StreamingResponse:
+class ExportFile(StreamingResponse):
+    """The export's JSONL, one memory or change per line (documented as such in OpenAPI)."""
+
+    media_type = "application/x-ndjson"
+
+
+@router.get("/export/download/{export_id}", response_model=None, response_class=ExportFile)
+def download(export_id: str, expires: int, sig: str, svc: ServicesDep) -> ExportFile:
     """Served to whoever holds a valid link (no API key: the signature is the credential);
     the sealed file is opened on the fly."""
     if not export.link_valid(svc, export_id, expires, sig):
@@ -171,8 +144,7 @@ def download(export_id: str, expires: int, sig: str, svc: ServicesDep) -> Stream
     if found is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"export '{export_id}' has no file (expired or purged)")
     path, user_id, tenant = found
-    return StreamingResponse(
+    return ExportFile(
         export.read_lines(svc, path, user_id, tenant),
-        media_type="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{export_id}.jsonl"'},
     )
