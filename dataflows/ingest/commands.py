@@ -12,16 +12,17 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from core.capacity import important_blocked
-from core.hashing import change_id_for, content_hash, stable_id
+from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from dataflows.ingest.items import Applied, IncomingCommand, Rejected
+from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of, duplicate_scope
 from schemas.commands import StructuredMemory
-from schemas.enums import Level, OpSource, OpType
+from schemas.enums import Level, OpSource
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.tenants import id_parts
-from sinks.memory_store import WriteBatch, change
+from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
 Handler = Callable[[Writer, IncomingCommand, datetime], Applied]
@@ -161,27 +162,13 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
             source_session_id=body.session_id,
             custom_tags=body.custom_tags,
         )
-        if not writer.admit(idx, counters, rec, result, batch, now, cmd.command_id):
+        rc = Recorder(batch, now, cmd.command_id, idx, counters, result)
+        if not writer.admit(rc, rec):
             return Applied(
                 batch,
                 command_results=[(cmd.command_id, error(ErrorCode.CAPACITY_FULL, result.reason))],
             )
-        vector = writer.rt.embedder.embed([text])[0]
-        batch.memories.append(rec)
-        batch.vectors[memory_id] = vector
-        batch.changes.append(
-            change(
-                rec,
-                OpType.ADD,
-                change_id_for(memory_id, "ADD", cmd.command_id),
-                now,
-                after=text,
-                reason="add_structured",
-                task_id=cmd.command_id,
-                source=OpSource.USER,
-            )
-        )
-        idx.upsert(rec, vector)
+        rc.add(rec, writer.rt.embedder.embed([text])[0], "add_structured", source=OpSource.USER)
     return Applied(
         batch,
         command_results=[

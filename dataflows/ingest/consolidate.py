@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime
 
 import numpy as np
 
 from core import metrics
-from core.capacity import Counters, delta_for
 from core.compression import compresses
 from core.consolidation import (
     Cluster,
@@ -40,46 +38,33 @@ from core.consolidation import (
     plan_consolidation,
     superseded,
 )
-from core.hashing import change_id_for
 from core.logs import log_fields
 from core.sameness import specifics
 from core.user_index import UserIndex
+from dataflows.ingest.recorder import Recorder
 from dataflows.runtime import Runtime
 from models.errors import ModelError
-from schemas.enums import OpSource, OpType
+from schemas.enums import OpType
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch, change
 
 log = logging.getLogger(__name__)
 
 
-def make_room(
-    rt: Runtime,
-    idx: UserIndex,
-    counters: Counters,
-    rec: MemoryRecord,
-    batch: WriteBatch,
-    now: datetime,
-    cause: str,
-) -> list[MemoryRecord]:
+def make_room(rt: Runtime, rc: Recorder, rec: MemoryRecord) -> list[MemoryRecord]:
     """Before ``rec`` is admitted: merge in each full dimension of its scope, if any."""
+    assert rc.counters is not None
     settings = rt.settings.for_app(rec.app_id)
     if not settings.consolidation_enabled:
         return []
-    needs = admission_needs(counters, rec.level, rec.app_id, settings)
-    return consolidate(rt, idx, counters, needs, batch, now, cause) if needs else []
+    needs = admission_needs(rc.counters, rec.level, rec.app_id, settings)
+    return consolidate(rt, rc, needs) if needs else []
 
 
-def consolidate(
-    rt: Runtime,
-    idx: UserIndex,
-    counters: Counters,
-    needs: Mapping[str, int],
-    batch: WriteBatch,
-    now: datetime,
-    cause: str,
-) -> list[MemoryRecord]:
-    """Plan and apply merges freeing ``needs`` (dimension → count); returns the merged."""
+def consolidate(rt: Runtime, rc: Recorder, needs: Mapping[str, int]) -> list[MemoryRecord]:
+    """Plan and apply merges freeing ``needs`` (dimension → count) in ``rc``'s index and
+    counters; returns the merged."""
+    idx, now, cause = rc.idx, rc.now, rc.cause
+    assert idx is not None
     records = list(idx.records.values())
     if len(records) < 2:
         return []
@@ -95,7 +80,7 @@ def consolidate(
         clusters, groups, texts, embedded, strict=True
     ):
         merged = merged_record(members, cluster.memory_id, text, now, rt.settings)
-        out.append(_apply(idx, counters, merged, members, how, vector, batch, now, cause))
+        out.append(_apply(rc, merged, members, how, vector))
         metrics.CONSOLIDATIONS.inc()
         metrics.CONSOLIDATED_MEMBERS.inc(len(members))
     log.info(
@@ -150,38 +135,15 @@ def _vectors(
 
 
 def _apply(
-    idx: UserIndex,
-    counters: Counters,
-    merged: MemoryRecord,
-    members: list[MemoryRecord],
-    how: str,
-    vector: np.ndarray,
-    batch: WriteBatch,
-    now: datetime,
-    cause: str,
+    rc: Recorder, merged: MemoryRecord, members: list[MemoryRecord], how: str, vector: np.ndarray
 ) -> MemoryRecord:
-    for m in members:
-        batch.memories.append(superseded(m, merged.memory_id, now))
-        idx.remove(m.memory_id)
-        counters.apply(delta_for(m.level, m.app_id, m.is_important, -1))
-    batch.memories.append(merged)
-    batch.vectors[merged.memory_id] = vector
-    batch.changes.append(
-        change(
-            merged,
-            OpType.MERGE,
-            change_id_for(merged.memory_id, str(OpType.MERGE), cause),
-            now,
-            before="\n".join(m.content for m in members),
-            after=merged.content,
-            reason=f"consolidated {len(members)} memories ({how}): "
-            + ", ".join(m.memory_id for m in members),
-            task_id=cause,
-            source=OpSource.SYSTEM,
-        )
+    for m in members:  # no change row of their own: the MERGE row names them
+        rc.retire(m, superseded(m, merged.memory_id, rc.now), None)
+    reason = f"consolidated {len(members)} memories ({how}): " + ", ".join(
+        m.memory_id for m in members
     )
-    idx.upsert(merged, vector)
-    counters.apply(delta_for(merged.level, merged.app_id, merged.is_important))
+    before = "\n".join(m.content for m in members)
+    rc.add(merged, vector, reason, op=OpType.MERGE, before=before)
     return merged
 
 

@@ -12,17 +12,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.capacity import delta_for, important_blocked
-from core.hashing import change_id_for, content_hash, stable_id
+from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
 from schemas.commands import Command
 from schemas.enums import Level, MemType, OpSource, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey, id_parts
-from sinks.memory_store import WriteBatch, change
+from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
 LIVE = (Status.ACTIVE, Status.ARCHIVED)
@@ -44,46 +45,24 @@ def _lookup(writer: Writer, cmd: Command, ids: list[str]) -> dict[str, MemoryRec
 
 
 def _soft_delete(
-    writer: Writer,
-    records: list[MemoryRecord],
-    now: datetime,
-    cause: str,
-    reason: str,
-    source: OpSource,
-    shred: bool = False,
-) -> WriteBatch:
+    rc: Recorder, records: list[MemoryRecord], reason: str, source: OpSource, shred: bool = False
+) -> None:
     """``shred``: a whole-user purge — the deleted versions keep none of the words (the
     data key that sealed the old ones is destroyed when this batch is written), and
     their vectors leave Milvus now: an embedding is a readable likeness of the words
     (inversion models recover much of a short text), and a purged memory has nothing
     to restore. A plain delete keeps its vector until the lifecycle purge (restore,
     time travel)."""
-    first = records[0] if records else None
-    idx = writer.rt.cache.get(first.user_id, tenant=first.tenant_id) if first else None
-    batch = WriteBatch()
+    now = rc.now
     for old in records:
         rec = dataclasses.replace(old, status=Status.DELETED, deleted_at=now, updated_at=now)
         if shred:
             rec = dataclasses.replace(
                 rec, content="", custom_tags={}, source_msg_id=None, source_msg_ids=[]
             )
-            batch.milvus_deletes.append(old.memory_id)
-        batch.memories.append(rec)
-        batch.changes.append(
-            change(
-                rec,
-                OpType.DELETE,
-                change_id_for(old.memory_id, "DELETE", cause),
-                now,
-                before="" if shred else old.content,
-                reason=reason,
-                task_id=cause,
-                source=source,
-            )
-        )
-        if idx is not None:
-            idx.remove(old.memory_id)
-    return batch
+            rc.batch.milvus_deletes.append(old.memory_id)
+        before = "" if shred else old.content
+        rc.retire(old, rec, OpType.DELETE, reason, before=before, source=source)
 
 
 @handler("update")
@@ -140,25 +119,14 @@ def update(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
         if "custom_tags" in p:
             changes["custom_tags"] = dict(p["custom_tags"] or {})
         rec = dataclasses.replace(old, **changes)
-        batch = WriteBatch(memories=[rec])
-        if "content" in changes:
-            batch.vectors[rec.memory_id] = writer.rt.embedder.embed([text])[0]
+        vector = writer.rt.embedder.embed([text])[0] if "content" in changes else None
         fields = sorted(k for k in changes if k not in ("updated_at", "content_hash", "weight_at"))
-        batch.changes.append(
-            change(
-                rec,
-                OpType.UPDATE,
-                change_id_for(rec.memory_id, "UPDATE", cmd.command_id),
-                now,
-                before=old.content,
-                after=rec.content,
-                reason=f"updated: {', '.join(fields)}",
-                task_id=cmd.command_id,
-                source=OpSource.USER,
-            )
+        batch = WriteBatch()
+        reason = f"updated: {', '.join(fields)}"
+        # no counters: an update admits nothing after it (the important mark is checked above)
+        Recorder(batch, now, cmd.command_id, idx).update(
+            old, rec, vector, reason, source=OpSource.USER
         )
-        if rec.status is Status.ACTIVE:
-            idx.upsert(rec, batch.vectors.get(rec.memory_id))
     return _reply(
         cmd.command_id,
         batch,
@@ -207,11 +175,10 @@ def delete(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
     idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     with idx.lock:
         targets = _select(writer, cmd, p)
-        batch = _soft_delete(
-            writer,
+        batch = WriteBatch()
+        _soft_delete(
+            Recorder(batch, now, cmd.command_id, idx),
             targets,
-            now,
-            cmd.command_id,
             p.get("reason") or "deleted",
             OpSource(p.get("source", "USER")),
             shred=bool(p.get("shred")),
@@ -262,7 +229,7 @@ def session_close(writer: Writer, item: IncomingCommand, now: datetime) -> Appli
     result = TaskResult(cmd.command_id, cmd.user_id, tenant_id=cmd.tenant_id)
     promoted, dropped, refused = [], [], []
     with idx.lock:
-        counters = counters_of(idx)
+        rc = Recorder(batch, now, cmd.command_id, idx, counters_of(idx), result)
         session = [
             r
             for r in idx.records.values()
@@ -277,41 +244,16 @@ def session_close(writer: Writer, item: IncomingCommand, now: datetime) -> Appli
                 dropped.append(old)
                 continue
             rec = dataclasses.replace(old, level=target, session_id=None, updated_at=now)
-            counters.apply(delta_for(old.level, old.app_id, old.is_important, -1))
-            if not writer.admit(idx, counters, rec, result, batch, now, cmd.command_id):
-                counters.apply(delta_for(old.level, old.app_id, old.is_important))
+            if not _admit_moved(writer, rc, old, rec):
                 refused.append(old.memory_id)
                 continue
-            counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
-            batch.memories.append(rec)
-            batch.changes.append(
-                change(
-                    rec,
-                    OpType.UPDATE,
-                    change_id_for(rec.memory_id, "PROMOTE", cmd.command_id),
-                    now,
-                    before=old.content,
-                    after=rec.content,
-                    reason=f"promoted from session {sid} to {target}",
-                    task_id=cmd.command_id,
-                    source=OpSource.SYSTEM,
-                )
-            )
-            idx.upsert(rec, None)
+            reason = f"promoted from session {sid} to {target}"
+            rc.update(old, rec, None, reason, label="PROMOTE")
             promoted.append(rec.memory_id)
-        batch.extend(
-            _soft_delete(
-                writer,
-                dropped,
-                now,
-                cmd.command_id,
-                f"session {sid} closed; not promoted",
-                OpSource.SYSTEM,
-            )
-        )
+        _soft_delete(rc, dropped, f"session {sid} closed; not promoted", OpSource.SYSTEM)
         pending_id = None
         if p.get("pending") and session:
-            pending_id = _continuity(writer, idx, batch, cmd.command_id, session, sid, app_id, now)
+            pending_id = _continuity(writer, rc, session, sid, app_id)
     return _reply(
         cmd.command_id,
         batch,
@@ -326,17 +268,26 @@ def session_close(writer: Writer, item: IncomingCommand, now: datetime) -> Appli
     )
 
 
+def _admit_moved(writer: Writer, rc: Recorder, old: MemoryRecord, rec: MemoryRecord) -> bool:
+    """Admit ``rec``, ``old``'s new version in another scope, with ``old``'s own slot free
+    (it leaves its scope as ``rec`` enters); the counters as they were after."""
+    assert rc.counters is not None
+    rc.counters.apply(delta_for(old.level, old.app_id, old.is_important, -1))
+    try:
+        return writer.admit(rc, rec)
+    finally:
+        rc.counters.apply(delta_for(old.level, old.app_id, old.is_important))
+
+
 def _continuity(
     writer: Writer,
-    idx,
-    batch: WriteBatch,
-    cause: str,
+    rc: Recorder,
     session: list[MemoryRecord],
     sid: str,
     app_id: str | None,
-    now: datetime,
 ) -> str:
     """A short-lived EPISODIC memory that lets the next session pick up where this one ended."""
+    now, cause = rc.now, rc.cause
     latest = sorted(session, key=lambda r: r.created_at)[-3:]
     text = f"Unfinished session {sid}: " + "; ".join(r.content for r in latest)
     first = session[0]
@@ -359,19 +310,5 @@ def _continuity(
         source_session_id=sid,
         custom_tags={"continuity": sid},
     )
-    vector = writer.rt.embedder.embed([text])[0]
-    batch.memories.append(rec)
-    batch.vectors[rec.memory_id] = vector
-    batch.changes.append(
-        change(
-            rec,
-            OpType.ADD,
-            change_id_for(rec.memory_id, "ADD", cause),
-            now,
-            after=text,
-            reason=f"continuity of session {sid}",
-            task_id=cause,
-        )
-    )
-    idx.upsert(rec, vector)
+    rc.add(rec, writer.rt.embedder.embed([text])[0], f"continuity of session {sid}")
     return rec.memory_id

@@ -36,19 +36,20 @@ from core.capacity import (
     paged_out,
     plan_admission,
 )
-from core.hashing import change_id_for, content_hash, stable_id
+from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.weights import initial_weight, memory_weight_now
 from dataflows.ingest.consolidate import make_room
 from dataflows.ingest.items import Applied, Extracted, FactItem
+from dataflows.ingest.recorder import Recorder
 from dataflows.runtime import Runtime
 from models.degrade import decide_or_degrade
 from models.types import Decision, Similar
-from schemas.enums import Level, OpSource, OpType, Status
+from schemas.enums import Level, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch, change
+from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
 log = logging.getLogger(__name__)
@@ -125,21 +126,16 @@ class Writer:
             r.failed, r.code, r.reason = True, int(ErrorCode.EXTRACTION_FAILED), bad.reason
         idx = self.rt.cache.get(item.user_id, tenant=item.tenant_id)
         with idx.lock:
-            counters = counters_of(idx)
+            rc = Recorder(out.batch, now, "", idx, counters_of(idx))
             for fi in item.facts:
-                self._apply_fact(idx, counters, fi, results[fi.task_id], out.batch, now)
+                self._apply_fact(rc.of(fi.task_id, results[fi.task_id]), fi)
         return out
 
     # ------------------------------------------------------------------ one fact
-    def _apply_fact(
-        self,
-        idx: UserIndex,
-        counters: Counters,
-        fi: FactItem,
-        r: TaskResult,
-        batch: WriteBatch,
-        now: datetime,
-    ) -> None:
+    def _apply_fact(self, rc: Recorder, fi: FactItem) -> None:
+        """``rc``: this fact's task (its cause and result), the batch, index and counters."""
+        idx, r, now = rc.idx, rc.result, rc.now
+        assert idx is not None and r is not None
         ev = fi.incoming.event
         text = fi.fact.text.strip()
         h = content_hash(text)
@@ -149,21 +145,12 @@ class Writer:
         existing = idx.by_hash.find(h, duplicate_scope(ev.level, ev.app_id, ev.session_id))
         dormant = idx.dormant.get(h)
         if existing is None and dormant is not None:
-            if self._restore(idx, counters, fi, dormant, r, batch, now):
+            if self._restore(rc, fi, dormant):
                 return
         if existing is not None:
             r.skipped += 1
-            batch.changes.append(
-                change(
-                    idx.records[existing],
-                    OpType.NONE,
-                    change_id_for(fi.memory_id, "NONE", fi.task_id),
-                    now,
-                    after=text,
-                    reason=f"exact duplicate of {existing}",
-                    task_id=fi.task_id,
-                )
-            )
+            reason = f"exact duplicate of {existing}"
+            rc.note(idx.records[existing], OpType.NONE, reason, key=fi.memory_id, after=text)
             return
         decisions = [Decision(op=OpType.ADD, text=text)]
         strategy = ev.strategy
@@ -188,26 +175,17 @@ class Writer:
             if d.op is OpType.ADD:
                 mid = fi.memory_id if adds == 0 else stable_id("m_", fi.memory_id, seq)
                 adds += 1
-                self._add(idx, counters, fi, d.text or text, r, batch, now, mid)
+                self._add(rc, fi, d.text or text, mid)
             elif d.op is OpType.UPDATE:
-                self._update(idx, fi, d, r, batch, now, seq)
+                self._update(rc, fi, d, seq)
             elif d.op is OpType.DELETE:
-                self._supersede(idx, counters, fi, d, new_id, r, batch, now, seq)
+                self._supersede(rc, fi, d, new_id, seq)
             else:
                 r.skipped += 1
                 target = idx.records.get(d.target_id or "")
                 anchor = target or self._record(fi, text, now)
-                batch.changes.append(
-                    change(
-                        anchor,
-                        OpType.NONE,
-                        change_id_for(new_id, "NONE", fi.task_id, seq),
-                        now,
-                        after=text,
-                        reason=f"same meaning as {d.target_id or 'existing memory'}",
-                        task_id=fi.task_id,
-                    )
-                )
+                reason = f"same meaning as {d.target_id or 'existing memory'}"
+                rc.note(anchor, OpType.NONE, reason, key=new_id, after=text, seq=seq)
 
     def _record(
         self, fi: FactItem, text: str, now: datetime, memory_id: str | None = None
@@ -242,58 +220,28 @@ class Writer:
             custom_tags=tags,
         )
 
-    def _add(
-        self,
-        idx: UserIndex,
-        counters: Counters,
-        fi: FactItem,
-        text: str,
-        r: TaskResult,
-        batch: WriteBatch,
-        now: datetime,
-        memory_id: str,
-    ) -> None:
-        if memory_id in idx:
+    def _add(self, rc: Recorder, fi: FactItem, text: str, memory_id: str) -> None:
+        r = rc.result
+        assert rc.idx is not None and r is not None
+        if memory_id in rc.idx:
             _replayed(r, memory_id)
             return
-        rec = self._record(fi, text, now, memory_id)
-        if not self.admit(idx, counters, rec, r, batch, now, fi.task_id):
+        rec = self._record(fi, text, rc.now, memory_id)
+        if not self.admit(rc, rec):
             return
         vector = fi.vector if text == fi.fact.text.strip() else self._embed(text)
-        batch.memories.append(rec)
-        batch.vectors[rec.memory_id] = vector
-        batch.changes.append(
-            change(
-                rec,
-                OpType.ADD,
-                change_id_for(rec.memory_id, "ADD", fi.task_id),
-                now,
-                after=text,
-                reason="extracted",
-                task_id=fi.task_id,
-            )
-        )
-        idx.upsert(rec, vector)
-        counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
+        rc.add(rec, vector, "extracted")
         r.added += 1
         r.memory_ids.append(rec.memory_id)
 
-    def _restore(
-        self,
-        idx: UserIndex,
-        counters: Counters,
-        fi: FactItem,
-        memory_id: str,
-        r: TaskResult,
-        batch: WriteBatch,
-        now: datetime,
-    ) -> bool:
+    def _restore(self, rc: Recorder, fi: FactItem, memory_id: str) -> bool:
         """An archived memory said again in its own scope comes back (same id, fresh
         weight and anchor); False when there is none to restore (store the fact anew)."""
-        ev = fi.incoming.event
+        ev, now, r = fi.incoming.event, rc.now, rc.result
+        assert rc.idx is not None and r is not None
         old = self.rt.memories.get(ev.user_id, memory_id, tenant=ev.tenant_id)
         if old is None or old.status is not Status.ARCHIVED:
-            idx.dormant.pop(content_hash(fi.fact.text.strip()), None)  # stale
+            rc.idx.dormant.pop(content_hash(fi.fact.text.strip()), None)  # stale
             return False
         if not same_scope(old, ev.level, ev.app_id, ev.session_id):
             return False  # another app's or session's: never restored by this writer
@@ -311,44 +259,21 @@ class Writer:
             expire_at=fresh.expire_at,
             source_msg_ids=[*old.msg_ids, *(m for m in fresh.msg_ids if m not in old.msg_ids)],
         )
-        if not self.admit(idx, counters, rec, r, batch, now, fi.task_id):
+        if not self.admit(rc, rec):
             return True  # refused for capacity: the result says so
-        batch.memories.append(rec)
-        batch.vectors[rec.memory_id] = fi.vector
-        batch.changes.append(
-            change(
-                rec,
-                OpType.RESTORE,
-                change_id_for(rec.memory_id, "RESTORE", fi.task_id),
-                now,
-                after=rec.content,
-                reason=f"said again (fact {fi.memory_id})",
-                task_id=fi.task_id,
-            )
-        )
-        idx.remove(rec.memory_id)  # out of ``paged`` if it was paged out
-        idx.upsert(rec, fi.vector)
-        idx.note_status(rec)
-        counters.apply(delta_for(rec.level, rec.app_id, rec.is_important))
+        rc.restore(rec, fi.vector, f"said again (fact {fi.memory_id})")
         r.updated += 1
         r.memory_ids.append(rec.memory_id)
         return True
 
-    def _update(
-        self,
-        idx: UserIndex,
-        fi: FactItem,
-        d: Decision,
-        r: TaskResult,
-        batch: WriteBatch,
-        now: datetime,
-        seq: int,
-    ) -> None:
-        old = idx.records.get(d.target_id or "")
+    def _update(self, rc: Recorder, fi: FactItem, d: Decision, seq: int) -> None:
+        assert rc.idx is not None and rc.result is not None
+        old = rc.idx.records.get(d.target_id or "")
         text = (d.text or "").strip()
         if old is None or not text:
-            r.skipped += 1
+            rc.result.skipped += 1
             return
+        now = rc.now
         rec = dataclasses.replace(
             old,
             content=text,
@@ -361,77 +286,37 @@ class Writer:
             ),
         )
         vector = fi.vector if text == fi.fact.text.strip() else self._embed(text)
-        batch.memories.append(rec)
-        batch.vectors[rec.memory_id] = vector
-        batch.changes.append(
-            change(
-                rec,
-                OpType.UPDATE,
-                change_id_for(rec.memory_id, "UPDATE", fi.task_id, seq),
-                now,
-                before=old.content,
-                after=text,
-                reason=f"merged with fact {fi.memory_id}",
-                task_id=fi.task_id,
-            )
-        )
-        idx.upsert(rec, vector)
-        r.updated += 1
-        r.memory_ids.append(rec.memory_id)
+        rc.update(old, rec, vector, f"merged with fact {fi.memory_id}", seq=seq)
+        rc.result.updated += 1
+        rc.result.memory_ids.append(rec.memory_id)
 
-    def _supersede(
-        self,
-        idx: UserIndex,
-        counters: Counters,
-        fi: FactItem,
-        d: Decision,
-        new_id: str,
-        r: TaskResult,
-        batch: WriteBatch,
-        now: datetime,
-        seq: int,
-    ) -> None:
-        old = idx.records.get(d.target_id or "")
+    def _supersede(self, rc: Recorder, fi: FactItem, d: Decision, new_id: str, seq: int) -> None:
+        assert rc.idx is not None and rc.result is not None
+        old = rc.idx.records.get(d.target_id or "")
         if old is None:
             return
         # Bi-temporal: true until the contradicting fact was said (an imported chat's
         # message time), never before the old memory itself became valid.
+        now = rc.now
         ended_at = min(_said_at(fi, now), now)
         if old.valid_at is not None:
             ended_at = max(ended_at, old.valid_at)
         rec = dataclasses.replace(
             old, status=Status.SUPERSEDED, invalid_at=ended_at, superseded_by=new_id, updated_at=now
         )
-        batch.memories.append(rec)
-        batch.changes.append(
-            change(
-                rec,
-                OpType.SUPERSEDE,
-                change_id_for(rec.memory_id, "SUPERSEDE", fi.task_id, seq),
-                now,
-                before=old.content,
-                after=fi.fact.text,
-                reason=f"contradicted by {new_id}",
-                task_id=fi.task_id,
-            )
+        reason = f"contradicted by {new_id}"
+        rc.retire(
+            old, rec, OpType.SUPERSEDE, reason, before=old.content, after=fi.fact.text, seq=seq
         )
-        idx.remove(old.memory_id)
-        counters.apply(delta_for(old.level, old.app_id, old.is_important, -1))
-        r.superseded += 1
+        rc.result.superseded += 1
 
     # ------------------------------------------------------------------ capacity
-    def admit(
-        self,
-        idx: UserIndex,
-        counters: Counters,
-        rec: MemoryRecord,
-        r: TaskResult,
-        batch: WriteBatch,
-        now: datetime,
-        cause: str,
-    ) -> bool:
-        """Make room for ``rec`` (merging, then evicting per DESIGN §7) or refuse it with 42901."""
-        make_room(self.rt, idx, counters, rec, batch, now, cause)  # consolidate a full scope first
+    def admit(self, rc: Recorder, rec: MemoryRecord) -> bool:
+        """Make room for ``rec`` (merging, then evicting per DESIGN §7) or refuse it with
+        42901 (``rc.result`` says so); ``rc`` holds the user's index and counters."""
+        idx, counters, r, now = rc.idx, rc.counters, rc.result, rc.now
+        assert idx is not None and counters is not None and r is not None
+        make_room(self.rt, rc, rec)  # consolidate a full scope first
         settings = self.s.for_app(rec.app_id)
 
         def candidates() -> Iterator[EvictionCandidate]:
@@ -462,23 +347,9 @@ class Writer:
                 deleted_at=now if status is Status.DELETED else old.deleted_at,
             )
             op = OpType.ARCHIVE if status is Status.ARCHIVED else OpType.DELETE
-            batch.memories.append(evicted)
-            batch.changes.append(
-                change(
-                    evicted,
-                    op,
-                    change_id_for(old.memory_id, str(op), cause),
-                    now,
-                    reason=f"capacity eviction ({ev.dimension} full)",
-                    task_id=cause,
-                    source=OpSource.SYSTEM,
-                )
-            )
-            if paged_out(evicted, now, self.s):  # paged out: default recall still finds it
-                idx.page_out(evicted)
-            else:
-                idx.remove(old.memory_id)
-            counters.apply(ev.counter_delta)
+            reason = f"capacity eviction ({ev.dimension} full)"
+            # paged out: default recall still finds it
+            rc.retire(old, evicted, op, reason, page=paged_out(evicted, now, self.s))
             r.evicted += 1
             (
                 metrics.EVICTED_ARCHIVED if status is Status.ARCHIVED else metrics.EVICTED_DELETED

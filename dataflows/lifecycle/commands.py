@@ -29,9 +29,9 @@ from datetime import datetime
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from core import metrics
-from core.hashing import change_id_for
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer
 from dataflows.lifecycle import highwater as _highwater  # noqa: F401  (registers "consolidate")
 from dataflows.lifecycle.rules import (
@@ -43,11 +43,11 @@ from dataflows.lifecycle.rules import (
     recovered,
 )
 from schemas.commands import Command
-from schemas.enums import OpSource, OpType, Status
+from schemas.enums import OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
-from sinks.memory_store import WriteBatch, change
+from sinks.memory_store import WriteBatch
 
 LIFECYCLE_OP = "lifecycle"
 RECALL_HITS_OP = "recall_hits"
@@ -119,6 +119,7 @@ def apply_lifecycle(writer: Writer, item: IncomingCommand, _wall: datetime) -> A
     batch = WriteBatch()
     done: dict[str, list[str]] = {a.value: [] for a in Action}
     idx = writer.rt.cache.peek(cmd.user_id, tenant=cmd.tenant_id)
+    rc = Recorder(batch, now, cause, idx)  # no counters: nothing is admitted after it
     with idx.lock if idx is not None else nullcontext():
         for rec in records:
             planned = plan_memory(rec, now, s)
@@ -127,20 +128,12 @@ def apply_lifecycle(writer: Writer, item: IncomingCommand, _wall: datetime) -> A
             done[planned.action.value].append(rec.memory_id)
             metrics.LIFECYCLE_BY_ACTION[planned.action.value].inc()
             if planned.action.archives:
-                new = archived(rec, planned, now)
-                batch.memories.append(new)
-                reason, op = archive_reason(planned.action, s), OpType.ARCHIVE
-                if idx is not None:
-                    idx.remove(rec.memory_id)
+                reason = archive_reason(planned.action, s)
+                rc.retire(rec, archived(rec, planned, now), OpType.ARCHIVE, reason)
             else:
-                new = rec
-                reason, op = purge_reason(planned.action, s), OpType.PURGE
                 batch.milvus_deletes.append(rec.memory_id)
                 batch.purge_ids.append(rec.memory_id)
-            cid = change_id_for(rec.memory_id, str(op), cause)
-            batch.changes.append(
-                change(new, op, cid, now, reason=reason, task_id=cause, source=OpSource.SYSTEM)
-            )
+                rc.note(rec, OpType.PURGE, purge_reason(planned.action, s))
     data = {**done, "skipped": len(p.memory_ids) - sum(len(v) for v in done.values())}
     results = [(cmd.command_id, ok(data))] if p.reply else []
     return Applied(batch, command_results=results)

@@ -31,6 +31,7 @@ from core.user_index import UserIndex
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.consolidate import consolidate
 from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
 from dataflows.runtime import Runtime
 from schemas.commands import Command
@@ -117,7 +118,7 @@ def apply_consolidate(writer: Writer, item: IncomingCommand, _wall: datetime) ->
     with idx.lock:
         counters = counters_of(idx)
         needs = high_water_needs(counters, writer.s) if writer.s.consolidation_enabled else {}
-        merged = consolidate(writer.rt, idx, counters, needs, batch, p.now, p.pass_id)
+        merged = consolidate(writer.rt, Recorder(batch, p.now, p.pass_id, idx, counters), needs)
     members = sum(1 for m in batch.memories if m.status is Status.SUPERSEDED)
     data = {"merged": [m.memory_id for m in merged], "members": members}
     return Applied(batch, command_results=[(cmd.command_id, ok(data))] if p.reply else [])

@@ -1,0 +1,175 @@
+"""One way to record a change of a user's memories inside the keyed writer.
+
+A :class:`Recorder` is the context of one applied input (a fact's task, a management
+command, a lifecycle pass): the batch it fills, its time, its cause (the task, command
+or pass id that names its change rows), and the user's hot index and capacity counters
+when it holds them. One call records one mutation whole, in this order: the memory's
+new version, its vector (when it has one), its change row (``change_id_for`` of the
+memory, the op and the cause), the index, and the counters.
+
+The counters count ACTIVE memories (``counters_of`` of the index): a version that
+enters ACTIVE counts +1 in its scope, one that leaves it −1; a record that was not
+ACTIVE counts nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from core.capacity import Counters, delta_for
+from core.hashing import change_id_for
+from core.user_index import UserIndex
+from schemas.enums import OpSource, OpType, Status
+from schemas.memory import MemoryRecord
+from sinks.memory_store import WriteBatch, change
+from sinks.tasks import TaskResult
+
+
+@dataclass
+class Recorder:
+    batch: WriteBatch
+    now: datetime
+    cause: str  # task id / command id / pass id: the change rows' task_id and id part
+    idx: UserIndex | None = None
+    counters: Counters | None = None
+    result: TaskResult | None = None  # the task's result, where one is reported
+
+    def of(self, cause: str, result: TaskResult | None = None) -> Recorder:
+        """The same batch, index and counters, for another cause (the next fact's task)."""
+        return dataclasses.replace(self, cause=cause, result=result)
+
+    # ------------------------------------------------------------ mutations
+    def add(
+        self,
+        rec: MemoryRecord,
+        vector: np.ndarray,
+        reason: str,
+        *,
+        op: OpType = OpType.ADD,
+        before: str = "",
+        source: OpSource = OpSource.SYSTEM,
+    ) -> None:
+        """A new memory: written with its vector, indexed, counted."""
+        self._put(rec, vector)
+        self.note(rec, op, reason, before=before, after=rec.content, source=source)
+        if self.idx is not None:
+            self.idx.upsert(rec, vector)
+        self._count(rec, +1)
+
+    def restore(self, rec: MemoryRecord, vector: np.ndarray, reason: str) -> None:
+        """An ARCHIVED memory ACTIVE again: out of ``paged`` if it was paged out, indexed
+        with ``vector``, no longer dormant, counted."""
+        self._put(rec, vector)
+        self.note(rec, OpType.RESTORE, reason, after=rec.content)
+        if self.idx is not None:
+            self.idx.remove(rec.memory_id)
+            self.idx.upsert(rec, vector)
+            self.idx.note_status(rec)
+        self._count(rec, +1)
+
+    def update(
+        self,
+        old: MemoryRecord,
+        rec: MemoryRecord,
+        vector: np.ndarray | None,
+        reason: str,
+        *,
+        label: str | None = None,
+        seq: int = 0,
+        source: OpSource = OpSource.SYSTEM,
+    ) -> None:
+        """A new version of the same memory (``vector``: when re-embedded); the index
+        takes it when ACTIVE (keeping its vector when ``vector`` is None); counted anew
+        in its scope. ``label``: the change id's op name when not ``UPDATE``."""
+        self._put(rec, vector)
+        self.note(
+            rec,
+            OpType.UPDATE,
+            reason,
+            before=old.content,
+            after=rec.content,
+            label=label,
+            seq=seq,
+            source=source,
+        )
+        if self.idx is not None and rec.status is Status.ACTIVE:
+            self.idx.upsert(rec, vector)
+        self._count(old, -1, rec)
+
+    def retire(
+        self,
+        old: MemoryRecord,
+        rec: MemoryRecord,
+        op: OpType | None,
+        reason: str = "",
+        *,
+        before: str = "",
+        after: str = "",
+        seq: int = 0,
+        source: OpSource = OpSource.SYSTEM,
+        page: bool = False,
+    ) -> None:
+        """``old`` leaves ACTIVE as ``rec`` (SUPERSEDED, DELETED, ARCHIVED): out of the
+        index (into ``paged`` when ``page``: default recall still finds it), uncounted.
+        ``op`` None: no change row of its own (a merge member: the MERGE row names it)."""
+        self.batch.memories.append(rec)
+        if op is not None:
+            self.note(rec, op, reason, before=before, after=after, seq=seq, source=source)
+        if self.idx is not None:
+            if page:
+                self.idx.page_out(rec)
+            else:
+                self.idx.remove(old.memory_id)
+        self._count(old, -1)
+
+    def note(
+        self,
+        anchor: MemoryRecord,
+        op: OpType,
+        reason: str,
+        *,
+        key: str | None = None,
+        before: str = "",
+        after: str = "",
+        label: str | None = None,
+        seq: int = 0,
+        source: OpSource = OpSource.SYSTEM,
+    ) -> None:
+        """A change row alone (a NONE decision, a purge): ``anchor`` names the memory;
+        ``key`` the id its change id is made of, when not the anchor's."""
+        cid = change_id_for(key or anchor.memory_id, label or str(op), self.cause, seq)
+        self.batch.changes.append(
+            change(
+                anchor,
+                op,
+                cid,
+                self.now,
+                before=before,
+                after=after,
+                reason=reason,
+                task_id=self.cause,
+                source=source,
+            )
+        )
+
+    # ------------------------------------------------------------ parts
+    def _put(self, rec: MemoryRecord, vector: np.ndarray | None) -> None:
+        self.batch.memories.append(rec)
+        if vector is not None:
+            self.batch.vectors[rec.memory_id] = vector
+
+    def _count(self, rec: MemoryRecord, sign: int, then: MemoryRecord | None = None) -> None:
+        """``rec`` counted ``sign`` in its scope when ACTIVE, and ``then`` +1 when ACTIVE,
+        as one delta (a version in the same scope moves no count)."""
+        if self.counters is None:
+            return
+        delta: dict[str, int] = {}
+        for r, n in ((rec, sign), (then, +1)):
+            if r is not None and r.status is Status.ACTIVE:
+                for key, d in delta_for(r.level, r.app_id, r.is_important, n).items():
+                    delta[key] = delta.get(key, 0) + d
+        self.counters.apply(delta)
