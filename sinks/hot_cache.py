@@ -24,10 +24,11 @@ from core.capacity import paged_out
 from core.lexical import term_counts
 from core.settings import Settings
 from core.user_index import UserIndex
+from core.write_batch import WriteBatch
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
-from sinks.memory_store import MemoryStore, WriteBatch
+from sinks.memory_store import MemoryStore
 from sinks.user_snapshot import Snapshot, UserSnapshots
 
 _P_ID, _P_STATUS = record_codec.POS["memory_id"], record_codec.POS["status"]

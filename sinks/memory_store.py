@@ -26,7 +26,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -37,12 +36,13 @@ from core.logs import describe_error
 from core.retry import retrying
 from core.scope import tag_key_text, tag_value_text
 from core.timeutil import epoch_ms
-from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+from core.write_batch import WriteBatch
+from schemas.enums import Level, MemType, OpType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
 from schemas.limits import clip_tags
 from schemas.memory import ChangeRecord, MemoryRecord, tags_json
 from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
-from schemas.tenants import DEFAULT_TENANT, UserKey
+from schemas.tenants import DEFAULT_TENANT
 from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable
 from sinks.keyring import KeyRing
@@ -63,35 +63,6 @@ def _iso(at: datetime | None) -> str | None:
 
 def _untimed(part: str) -> AbstractContextManager:
     return nullcontext()
-
-
-@dataclass
-class WriteBatch:
-    memories: list[MemoryRecord] = field(default_factory=list)
-    vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    changes: list[ChangeRecord] = field(default_factory=list)
-    milvus_deletes: list[str] = field(default_factory=list)
-    purge_ids: list[str] = field(default_factory=list)  # physical purge (lifecycle)
-    # users whose data key is destroyed before this batch is sealed (a whole-user purge,
-    # in the writer's order: whatever that user wrote earlier becomes unreadable)
-    shred_users: list[UserKey] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.memories
-            or self.changes
-            or self.milvus_deletes
-            or self.purge_ids
-            or self.shred_users
-        )
-
-    def extend(self, other: WriteBatch) -> None:
-        self.memories.extend(other.memories)
-        self.vectors.update(other.vectors)
-        self.changes.extend(other.changes)
-        self.milvus_deletes.extend(other.milvus_deletes)
-        self.purge_ids.extend(other.purge_ids)
-        self.shred_users.extend(other.shred_users)
 
 
 Listener = Callable[[WriteBatch], None]
@@ -544,32 +515,3 @@ def milvus_row(
     if vector is not None:
         row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
     return row
-
-
-def change(
-    memory: MemoryRecord,
-    op: OpType,
-    change_id: str,
-    at: datetime,
-    *,
-    before: str = "",
-    after: str = "",
-    reason: str = "",
-    task_id: str = "",
-    source: OpSource = OpSource.SYSTEM,
-) -> ChangeRecord:
-    return ChangeRecord(
-        change_id=change_id,
-        memory_id=memory.memory_id,
-        user_id=memory.user_id,
-        tenant_id=memory.tenant_id,
-        op_type=op,
-        op_time=at,
-        op_source=source,
-        app_id=memory.app_id,
-        level=memory.level,
-        content_before=before,
-        content_after=after,
-        reason=reason,
-        task_id=task_id,
-    )

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from core.capacity import important_blocked
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
+from core.write_batch import WriteBatch
 from dataflows.ingest.items import Applied, IncomingCommand, Rejected
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of, duplicate_scope
@@ -22,7 +23,6 @@ from schemas.enums import Level, OpSource
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.tenants import id_parts
-from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
 Handler = Callable[[Writer, IncomingCommand, datetime], Applied]

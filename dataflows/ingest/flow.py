@@ -23,6 +23,7 @@ from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 
 from core import metrics
+from core.write_batch import WriteBatch
 from dataflows.ingest import management  # noqa: F401  (registers the management commands)
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.embed import embed_all
@@ -42,7 +43,6 @@ from dataflows.sources import StoppableKafkaSource
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS, UINT64_MAX
 from schemas.tenants import UserKey, scoped
-from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
 

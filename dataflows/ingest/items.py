@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.write_batch import WriteBatch
 from models.types import Fact
 from schemas.commands import Command
 from schemas.events import ConversationEvent, Message
 from schemas.tenants import DEFAULT_TENANT
-from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
 

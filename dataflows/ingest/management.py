@@ -14,6 +14,7 @@ from typing import Any
 from core.capacity import delta_for, important_blocked
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
+from core.write_batch import WriteBatch
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.items import Applied, IncomingCommand
 from dataflows.ingest.recorder import Recorder
@@ -23,7 +24,6 @@ from schemas.enums import Level, MemType, OpSource, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey, id_parts
-from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
 LIVE = (Status.ACTIVE, Status.ARCHIVED)

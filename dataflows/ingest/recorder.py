@@ -23,9 +23,9 @@ import numpy as np
 from core.capacity import Counters, delta_for
 from core.hashing import change_id_for
 from core.user_index import UserIndex
+from core.write_batch import WriteBatch, change
 from schemas.enums import OpSource, OpType, Status
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch, change
 from sinks.tasks import TaskResult
 
 

@@ -14,11 +14,11 @@ from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from confluent_kafka import KafkaException
 
 from core import metrics
+from core.write_batch import WriteBatch
 from dataflows.ingest.items import Applied, Rejected
 from dataflows.runtime import Runtime
 from schemas.commands import result_key
 from schemas.events import TOPIC_DLQ
-from sinks.memory_store import WriteBatch
 
 log = logging.getLogger(__name__)
 RESULT_TTL_S = 600

@@ -40,6 +40,7 @@ from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.weights import initial_weight, memory_weight_now
+from core.write_batch import WriteBatch
 from dataflows.ingest.consolidate import make_room
 from dataflows.ingest.items import Applied, Extracted, FactItem
 from dataflows.ingest.recorder import Recorder
@@ -49,7 +50,6 @@ from models.types import Decision, Similar
 from schemas.enums import Level, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch
 from sinks.tasks import TaskResult
 
 log = logging.getLogger(__name__)

@@ -29,6 +29,7 @@ from datetime import datetime
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from core import metrics
+from core.write_batch import WriteBatch
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.items import Applied, IncomingCommand
 from dataflows.ingest.recorder import Recorder
@@ -47,7 +48,6 @@ from schemas.enums import OpType, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
-from sinks.memory_store import WriteBatch
 
 LIFECYCLE_OP = "lifecycle"
 RECALL_HITS_OP = "recall_hits"

@@ -28,6 +28,7 @@ from core.capacity import GLOBAL, TOTAL, limit_for
 from core.consolidation import high_water_needs
 from core.settings import Settings
 from core.user_index import UserIndex
+from core.write_batch import WriteBatch
 from dataflows.ingest.commands import error, handler, ok
 from dataflows.ingest.consolidate import consolidate
 from dataflows.ingest.items import Applied, IncomingCommand
@@ -38,7 +39,6 @@ from schemas.commands import Command
 from schemas.enums import Status
 from schemas.errors import ErrorCode
 from schemas.tenants import UserKey
-from sinks.memory_store import WriteBatch
 
 CONSOLIDATE_OP = "consolidate"
 

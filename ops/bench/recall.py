@@ -48,6 +48,7 @@ import uvicorn
 
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
+from core.write_batch import WriteBatch
 from ops.bench.driver import drive
 from ops.bench.env import BenchStack, bench_stack, percentiles
 from ops.bench.sampler import ProcSampler
@@ -58,7 +59,6 @@ from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks import keystore
-from sinks.memory_store import WriteBatch
 
 APP = "chat"
 RELATIONS = "sister|brother|mother|father|best friend|cousin|boss|aunt".split("|")

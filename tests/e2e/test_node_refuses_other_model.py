@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 SEED_SCRIPT = """
 from core.settings import load_settings
 from dataflows.runtime import Runtime
-from sinks.memory_store import WriteBatch
+from core.write_batch import WriteBatch
 from sinks.stores import Stores
 from tests.helpers.embedders import HashedWords
 from tests.integration.test_recall_api import record

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.hashing import content_hash
+from core.write_batch import WriteBatch, change
 from schemas.enums import Level, MemType, OpType, Ownership, Status
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch, change
 
 T0 = datetime.now(UTC).replace(microsecond=0)
 _n = itertools.count()

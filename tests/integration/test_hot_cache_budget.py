@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.write_batch import WriteBatch
 from schemas.enums import Status
 from schemas.tenants import DEFAULT_TENANT
 from sinks.hot_cache import HotCache
-from sinks.memory_store import WriteBatch
 from tests.helpers.lifecycle import record, seed
 
 pytestmark = pytest.mark.integration

@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 import pytest
 
 from core.hashing import content_hash
+from core.write_batch import WriteBatch
 from schemas.enums import Level, MemType, OpType, Ownership
 from schemas.limits import MAX_TAGS_DEPTH, json_depth
 from schemas.memory import ChangeRecord, MemoryRecord
-from sinks.memory_store import WriteBatch
 from tests.helpers.nesting import nested
 
 pytestmark = pytest.mark.integration

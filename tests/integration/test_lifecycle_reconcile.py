@@ -8,11 +8,12 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
+from core.write_batch import WriteBatch
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import DirectVia, KafkaVia
 from ops.lifecycle_cmd import run_direct
 from schemas.enums import Status
-from sinks.memory_store import RECONCILE_KEY, WriteBatch, milvus_row
+from sinks.memory_store import RECONCILE_KEY, milvus_row
 from tests.helpers.lifecycle import T0, record, seed
 
 pytestmark = pytest.mark.integration

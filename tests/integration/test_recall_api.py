@@ -12,11 +12,11 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from core.hashing import content_hash
+from core.write_batch import WriteBatch
 from recall_api.breaker import BreakerState, CircuitBreaker
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.events import TOPIC_RECALL_HITS
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch
 
 pytestmark = pytest.mark.integration
 URL = "/memory/v1/recall"

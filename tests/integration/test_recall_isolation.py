@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.hashing import content_hash
+from core.write_batch import WriteBatch
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch
 
 pytestmark = pytest.mark.integration
 

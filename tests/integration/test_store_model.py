@@ -15,6 +15,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
+from core.write_batch import WriteBatch
 from dataflows.runtime import Runtime
 from ops import reembed_cmd
 from recall_api.services import Services
@@ -22,7 +23,7 @@ from schemas.enums import Status
 from sinks.clickhouse import ClickHouseStore
 from sinks.errors import ModelMismatch
 from sinks.keyring import KeyRing
-from sinks.memory_store import MemoryStore, WriteBatch
+from sinks.memory_store import MemoryStore
 from sinks.milvus import MilvusStore
 from sinks.reembed import collection_dim, plan_reembed, run_reembed
 from sinks.store_model import ModelIdentity, StoreModel

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from core.settings import Settings
+from core.write_batch import WriteBatch
 from schemas.enums import Status
 from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.crypto import DecryptionError
 from sinks.hot_cache import HotCache
-from sinks.memory_store import WriteBatch
 from sinks.redis_store import RedisStore
 from sinks.user_snapshot import UserSnapshots
 from tests.helpers.lifecycle import T0, record, seed

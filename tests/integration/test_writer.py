@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.hashing import content_hash, memory_id_for
+from core.write_batch import WriteBatch
 from dataflows.ingest.items import Extracted, FactItem, Incoming, Source
 from dataflows.ingest.writer import Writer
 from models.llm.openai_compat import OpenAILLM
@@ -15,7 +16,6 @@ from models.types import Fact
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.events import ConversationEvent
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch
 from tests.helpers.scripted_llm import scripted_server
 
 pytestmark = pytest.mark.integration

@@ -10,11 +10,11 @@ import numpy as np
 
 from core.hashing import change_id_for, content_hash
 from core.user_index import UserIndex
+from core.write_batch import WriteBatch
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import counters_of
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch
 
 DIM = 8
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

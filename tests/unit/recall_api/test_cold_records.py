@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 
+from core.write_batch import WriteBatch
 from recall_api.cold_records import ColdRecords
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
-from sinks.memory_store import WriteBatch
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
