@@ -27,7 +27,6 @@ from dataflows.runtime import Runtime
 from ops.heap import limit_arenas, start_trimmer
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
-from recall_api.services import Services
 from recall_api.serving import api_base_url, server_config
 from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch, StoreUnavailable
@@ -81,7 +80,7 @@ def serve(settings: Settings) -> None:
     lifecycle.start()
     passes = LifecyclePasses(rt, KafkaVia(stores))  # periodic passes; stop with rt.stop
     passes.start()
-    services = Services(settings, stores, rt.memories, rt.cache, rt.tasks, rt.switches, rt.embedder)
+    services = rt.shared()  # the API serves from the flows' stores, cache and embedder
     app = create_app(settings, stores, services)
     app.state.lifecycle_runner = passes.run  # POST /admin/v1/lifecycle/run
     config.attach(services, app.state)

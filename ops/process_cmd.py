@@ -213,22 +213,15 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     from bytewax.run import cli_main
 
     from core.logs import setup_logging
+    from dataflows.bootstrap import start_runtime
     from dataflows.runner import init_partition_share
-    from dataflows.runtime import Runtime
-    from sinks.config_topic import follow_config
-    from sinks.stores import Stores
 
     setup_logging(settings.log_level, settings.log_json)
     start_trimmer()
-    stores = Stores.from_settings(settings)
-    stores.setup()
-    stores.kafka.ensure_topics()
+    rt, config = start_runtime(settings)  # ModelMismatch: the stores are closed again
+    stores = rt.stores
     passes = None
-    config = None
     try:
-        rt = Runtime.build(settings, stores)
-        config = follow_config(stores.kafka, settings, rt)  # live thresholds (memory.config)
-        config.ready.wait(5.0)
         flow = _build_flow(plan.flow, rt, plan.workers * plan.processes)
         # SIGTERM (a pod stopping): the sources end the flow after the batch in flight
         signal.signal(signal.SIGTERM, lambda *_: rt.stop.set())
@@ -256,8 +249,7 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
         if passes is not None:
             rt.stop.set()
             passes.join()
-        if config is not None:
-            config.stop()
+        config.stop()
         stores.close()
     return 0
 

@@ -13,7 +13,7 @@ from recall_api import export, health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
 from recall_api.routes import add, admin, console, manage, privacy, recall, session
-from recall_api.services import Services
+from sinks.services import Services
 from sinks.stores import Stores
 
 

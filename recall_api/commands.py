@@ -23,11 +23,11 @@ from recall_api.idempotency import (
     new_request_id,
     scoped_id,
 )
-from recall_api.services import Services
 from schemas.commands import Command, result_key
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_COMMANDS
 from sinks.sealed import SEALED_COMMAND_OPS, seal_payload
+from sinks.services import Services
 
 
 async def run_command(

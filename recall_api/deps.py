@@ -11,9 +11,9 @@ from recall_api.access import Caller
 from recall_api.errors import ApiError
 from recall_api.ratelimit import RateLimits, kind_of
 from recall_api.routing import ROUTE_HEADER, check_route
-from recall_api.services import Services
 from schemas.errors import ErrorCode
 from sinks.keystore import KeyFile
+from sinks.services import Services
 
 
 def _services(request: Request) -> Services:

@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from recall_api.services import Services
 from schemas.tenants import DEFAULT_TENANT
+from sinks.services import Services
 
 log = logging.getLogger(__name__)
 TTL_S = 24 * 3600

@@ -16,13 +16,14 @@ import uvicorn
 
 from core.logs import setup_logging
 from core.settings import SettingsError, get_settings
+from models.factory import build_embedder
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
-from recall_api.services import Services
 from recall_api.serving import server_config
 from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch
 from sinks.keystore import check_bind
+from sinks.services import Services
 from sinks.stores import Stores
 
 
@@ -41,7 +42,7 @@ def main() -> int:
     stores = Stores.from_settings(settings)
     stores.setup()
     try:
-        services = Services.build(settings, stores)
+        services = Services.build(settings, stores, build_embedder(settings))
     except ModelMismatch as exc:  # another embedding model made the store's vectors
         print(f"memstream api: {exc}", file=sys.stderr)
         stores.close()

@@ -68,11 +68,11 @@ from recall_api.breaker import CircuitBreaker, Deadline, RecallTimeout
 from recall_api.cold_records import ColdRecords
 from recall_api.errors import ApiError
 from recall_api.hits import HitPublisher
-from recall_api.services import Services
 from schemas.enums import Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
+from sinks.services import Services
 
 log = logging.getLogger(__name__)
 _US = timedelta(microseconds=1)

@@ -54,7 +54,6 @@ from ops.bench.env import BenchStack, bench_stack, percentiles
 from ops.bench.sampler import ProcSampler
 from ops.procs import free_port
 from recall_api.app import create_app
-from recall_api.services import Services
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT, UserKey
@@ -235,9 +234,7 @@ def serve_api(env: BenchStack) -> tuple[Any, uvicorn.Server, threading.Thread, s
     Returns ``(app, server, thread, recall_url)``; stop with ``server.should_exit = True``.
     """
     rt = env.runtime
-    services = Services(
-        env.settings, env.stores, rt.memories, rt.cache, rt.tasks, rt.switches, rt.embedder
-    )
+    services = rt.shared(settings=env.settings, stores=env.stores)
     port = free_port()
     app = create_app(env.settings, env.stores, services)
     config = uvicorn.Config(

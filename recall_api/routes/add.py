@@ -22,7 +22,6 @@ from recall_api.idempotency import (
     scoped_id,
 )
 from recall_api.recall import recaller_for
-from recall_api.services import Services
 from schemas.api import Envelope
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent
@@ -30,6 +29,7 @@ from schemas.requests import AddRequest, StructuredRequest
 from schemas.responses import AddAccepted, StructuredAdded, TaskStatus
 from sinks.errors import StoreUnavailable
 from sinks.sealed import seal_event_bytes
+from sinks.services import Services
 from sinks.tasks import LANDED, TaskResult
 
 router = APIRouter(prefix="/memory/v1", tags=["write"])

@@ -10,7 +10,7 @@ def api_client(settings, stores, runtime, **client_kwargs: Any):
     from fastapi.testclient import TestClient
 
     from recall_api.app import create_app
-    from recall_api.services import Services
+    from sinks.services import Services
 
     services = Services(
         settings,

@@ -16,9 +16,9 @@ import uvicorn
 
 from ops.procs import free_port
 from recall_api.app import create_app
-from recall_api.services import Services
 from recall_api.serving import server_config
 from sinks import keystore
+from sinks.services import Services
 
 
 @contextlib.contextmanager

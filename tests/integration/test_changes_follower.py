@@ -16,8 +16,8 @@ from fastapi.testclient import TestClient
 from core.write_batch import WriteBatch
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
-from recall_api.services import Services
 from schemas.enums import Status
+from sinks.services import Services
 from tests.helpers.waiting import wait_for
 from tests.integration.test_recall_api import ids, recall, record, seed
 

@@ -26,8 +26,8 @@ import pytest
 
 from ops.procs import free_port
 from recall_api.app import create_app
-from recall_api.services import Services
 from sinks import keystore
+from sinks.services import Services
 from tests.helpers.secure_stack import serving
 from tests.helpers.waiting import wait_for
 

@@ -18,7 +18,6 @@ import pytest
 from core.write_batch import WriteBatch
 from dataflows.runtime import Runtime
 from ops import reembed_cmd
-from recall_api.services import Services
 from schemas.enums import Status
 from sinks.clickhouse import ClickHouseStore
 from sinks.errors import ModelMismatch
@@ -26,6 +25,7 @@ from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore
 from sinks.milvus import MilvusStore
 from sinks.reembed import collection_dim, plan_reembed, run_reembed
+from sinks.services import Services
 from sinks.store_model import ModelIdentity, StoreModel
 from tests.helpers.embedders import HashedWords
 from tests.integration.test_recall_api import NOW, record, seed

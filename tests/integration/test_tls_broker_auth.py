@@ -28,11 +28,11 @@ from dataflows.runner import FlowThread
 from dataflows.runtime import Runtime
 from ops.procs import free_port
 from recall_api.app import create_app
-from recall_api.services import Services
 from recall_api.serving import api_base_url, server_config
 from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
 from sinks.kafka import KafkaBus
 from sinks.kafka_config import kafka_client_config
+from sinks.services import Services
 from sinks.stores import Stores
 from tests.helpers.secure_stack import api_tls_files, secure_kafka, serving
 from tests.helpers.waiting import wait_for
