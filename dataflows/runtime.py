@@ -11,21 +11,30 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
+from core.seams import EmbedderLike
 from core.settings import Settings
 from sinks.services import Services
 from sinks.stores import Stores
 
+if TYPE_CHECKING:
+    from models.llm.base import LLMLike
+
 
 @dataclass
 class Runtime(Services):
-    llm: Any = None
+    # set by ``build``; the dataclass needs a default after the base's fields
+    llm: LLMLike = None  # type: ignore[assignment]
     stop: threading.Event = field(default_factory=threading.Event)  # ends the flows (EOF)
 
     @classmethod
     def build(  # type: ignore[override]
-        cls, settings: Settings, stores: Stores, embedder: Any = None, llm: Any = None
+        cls,
+        settings: Settings,
+        stores: Stores,
+        embedder: EmbedderLike | None = None,
+        llm: LLMLike | None = None,
     ) -> Runtime:
         from models.factory import build_embedder, build_llm
 

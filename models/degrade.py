@@ -14,14 +14,16 @@ from collections.abc import Sequence
 from core import metrics
 from core.logs import log_fields
 from models.errors import ModelError
-from models.llm.base import LLM, SimilarLike
+from models.llm.base import LLMLike, SimilarLike
 from models.types import Decision, DecisionResult, Fact
 from schemas.enums import OpType
 
 log = logging.getLogger(__name__)
 
 
-def decide_or_degrade(llm: LLM, fact: str | Fact, similar: Sequence[SimilarLike]) -> DecisionResult:
+def decide_or_degrade(
+    llm: LLMLike, fact: str | Fact, similar: Sequence[SimilarLike]
+) -> DecisionResult:
     """``llm.decide``, or a single ADD with ``degraded=True`` when the model fails.
 
     Any ModelError degrades (unavailable, timeout, malformed, invented id, even a bad

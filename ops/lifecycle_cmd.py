@@ -18,14 +18,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 
 from core.settings import Settings, get_settings
 from ops.client_auth import auth_headers
 from recall_api.serving import api_base_url, client_verify
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from core.seams import EmbedderLike
 
 
 class NodeUnreachable(Exception):
@@ -111,7 +117,7 @@ def run_direct(
     settings: Settings,
     now: datetime,
     users: list[int] | None,
-    embedder: Any = None,
+    embedder: EmbedderLike | None = None,
     reconcile_grace_s: float | None = None,
 ) -> dict[str, Any]:
     """Open the stores in this process and apply the pass with the handlers directly."""
@@ -126,7 +132,9 @@ def run_direct(
     stores.setup()
     try:
         lazy = _LazyEmbedder(settings) if embedder is None else None
-        rt = Runtime.build(settings, stores, embedder=embedder or lazy)
+        # the lazy one only embeds (all a pass asks of it) and has no name/dim on purpose:
+        # Runtime.build skips its store check, ``check`` runs once the model is built
+        rt = Runtime.build(settings, stores, embedder=embedder or cast("EmbedderLike", lazy))
         if lazy is not None:  # checked when built: never repair with another model's vectors
             lazy.check = lambda model: check_store_model(rt.memories, model, settings)
         grace = RECONCILE_GRACE_S if reconcile_grace_s is None else reconcile_grace_s
@@ -140,10 +148,11 @@ class _LazyEmbedder:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.check: Any = None  # the store-model check, run on the model once built
-        self._inner: Any = None
+        # the store-model check, run on the model once built
+        self.check: Callable[[EmbedderLike], object] | None = None
+        self._inner: EmbedderLike | None = None
 
-    def embed(self, texts: list[str]) -> Any:
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._inner is None:
             from models.factory import build_embedder
 

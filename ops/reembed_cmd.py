@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from core.seams import EmbedderLike
     from sinks.memory_store import MemoryStore
     from sinks.reembed import ReembedPlan
 
@@ -69,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
     return execute(get_settings(), args)
 
 
-def execute(settings: Settings, args: argparse.Namespace, embedder: Any = None) -> int:
+def execute(
+    settings: Settings, args: argparse.Namespace, embedder: EmbedderLike | None = None
+) -> int:
     from models.errors import ModelConfigError
     from ops import stack
     from sinks.errors import StoreError
@@ -121,7 +124,9 @@ def execute(settings: Settings, args: argparse.Namespace, embedder: Any = None) 
         stores.clickhouse.close()
 
 
-def _carry_out(memories: MemoryStore, embedder: Any, plan: ReembedPlan, batch_size: int) -> int:
+def _carry_out(
+    memories: MemoryStore, embedder: EmbedderLike, plan: ReembedPlan, batch_size: int
+) -> int:
     from tqdm import tqdm
 
     from sinks.reembed import run_reembed

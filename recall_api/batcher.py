@@ -18,18 +18,18 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any
 
 import numpy as np
 
 from core import metrics
+from core.seams import EmbedderLike
 from models.embedding.base import QueryCache
 
 
 class QueryBatcher:
     def __init__(
         self,
-        embedder: Any,
+        embedder: EmbedderLike,
         window_ms: float = 2.0,
         max_batch: int = 32,
         cache_size: int = 4096,

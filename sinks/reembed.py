@@ -22,8 +22,8 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
+from core.seams import EmbedderLike
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
 from sinks.memory_store import MemoryStore, milvus_row
@@ -67,7 +67,9 @@ class ReembedPlan:
         )
 
 
-def plan_reembed(memories: MemoryStore, embedder: Any, restart: bool = False) -> ReembedPlan:
+def plan_reembed(
+    memories: MemoryStore, embedder: EmbedderLike, restart: bool = False
+) -> ReembedPlan:
     """What a run would do, from counts only (nothing is written)."""
     target = ModelIdentity.of(embedder)
     if target is None:
@@ -93,7 +95,7 @@ def plan_reembed(memories: MemoryStore, embedder: Any, restart: bool = False) ->
 
 def run_reembed(
     memories: MemoryStore,
-    embedder: Any,
+    embedder: EmbedderLike,
     plan: ReembedPlan,
     batch_size: int = BATCH,
     on_batch: OnBatch | None = None,

@@ -17,6 +17,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from core.seams import EmbedderLike
 from core.settings import Settings
 from sinks.changelog import ChangeLog
 from sinks.hot_cache import HotCache
@@ -36,11 +37,11 @@ class Services:
     cache: HotCache
     tasks: TaskStore
     switches: SwitchStore
-    embedder: Any
+    embedder: EmbedderLike
 
     @classmethod
     def build(
-        cls, settings: Settings, stores: Stores, embedder: Any, *, rewrap: bool = False
+        cls, settings: Settings, stores: Stores, embedder: EmbedderLike, *, rewrap: bool = False
     ) -> Services:
         """The stores of ``settings`` with ``embedder``. ``rewrap``: after a master-key
         rotation, re-wrap the data keys (no content touched; the writing process does it).

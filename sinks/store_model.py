@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from core.seams import EmbedderLike
 from core.settings import Settings
 from sinks.clickhouse import ClickHouseStore
 from sinks.errors import ModelMismatch
@@ -60,8 +61,9 @@ class ModelIdentity:
         return f"{self.name} ({self.dim}-d)"
 
     @classmethod
-    def of(cls, embedder: Any) -> ModelIdentity | None:
-        """The identity of an ``Embedder``; None for a stand-in that has none."""
+    def of(cls, embedder: object) -> ModelIdentity | None:
+        """The identity of an ``Embedder``; None for a stand-in that has none (a lazy one:
+        ``ops.lifecycle_cmd``), hence ``object`` and ``getattr``."""
         name, dim = getattr(embedder, "name", None), getattr(embedder, "dim", None)
         return cls(str(name), int(dim)) if name and dim else None
 
@@ -154,7 +156,7 @@ class StoreModel:
         ch = self.memories.stores.clickhouse
         return bool(ch.query(f"SELECT 1 FROM {ch.database}.memories LIMIT 1"))
 
-    def vectors_match(self, embedder: Any) -> bool | None:
+    def vectors_match(self, embedder: EmbedderLike) -> bool | None:
         """Do stored vectors equal ``embedder``'s vectors of the same (decrypted) content?
         None when none of the sampled memories has a vector in the collection."""
         ch = self.memories.stores.clickhouse
@@ -176,7 +178,7 @@ class StoreModel:
 
 
 def check_store_model(
-    memories: MemoryStore, embedder: Any, settings: Settings | None = None
+    memories: MemoryStore, embedder: EmbedderLike, settings: Settings | None = None
 ) -> ModelIdentity | None:
     """Record the model of an empty store, or raise ModelMismatch if the store's vectors
     were made by another one. Returns the identity; None for an embedder without one."""

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from core import metrics
 from core.hashing import content_hash
+from core.seams import EmbedderLike
+from core.user_index import UserIndex
 from dataflows.ingest.items import Extracted, FactItem
 from dataflows.ingest.writer import duplicate_scope
 from schemas.tenants import UserKey
+from sinks.hot_cache import HotCache
 
 
-def embed_all(embedder: object, cache: object, batches: list[Extracted]) -> list[Extracted]:
+def embed_all(embedder: EmbedderLike, cache: HotCache, batches: list[Extracted]) -> list[Extracted]:
     with metrics.ingest_stage("embed_load"):
         cache.warm([UserKey(b.tenant_id, b.user_id) for b in batches])
     todo: list[FactItem] = []
@@ -34,7 +37,7 @@ def embed_all(embedder: object, cache: object, batches: list[Extracted]) -> list
     return batches
 
 
-def _not_held(idx: object, facts: list[FactItem]) -> list[FactItem]:
+def _not_held(idx: UserIndex | None, facts: list[FactItem]) -> list[FactItem]:
     """The facts that need the model; the others get their held twin's vector."""
     if idx is None or not facts:
         return facts

@@ -17,20 +17,21 @@ from core.hashing import memory_id_for
 from dataflows.ingest.items import Extracted, FactItem, Rejected, TurnBatch
 from models.errors import ModelError
 from models.lang import utc_date
+from models.llm.base import LLMLike
 from schemas.events import ConversationEvent, Message
 
 log = logging.getLogger(__name__)
 
 
 def extract(
-    llm: object,
+    llm: LLMLike,
     batch: TurnBatch,
     today_fn: Callable[[], date] = lambda: datetime.now(UTC).date(),
 ) -> Extracted:
     """Facts of every event in the batch; an LLM failure fails the batch's tasks visibly."""
     first = batch.events[0].event
     out = Extracted(user_id=first.user_id, tasks=list(batch.events), tenant_id=first.tenant_id)
-    context = list(batch.context) if getattr(llm, "uses_context", True) else []
+    context = list(batch.context) if llm.uses_context else []
     messages = context + [m for i in batch.events for m in dated_messages(i.event)]
     owners = []  # message position -> (incoming, position inside its event)
     for inc in batch.events:

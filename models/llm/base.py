@@ -1,6 +1,7 @@
 """The LLM interface, and the shared behaviour of every prompt-driven provider.
 
-``LLM`` is what the dataflow calls: ``extract_facts``, ``decide`` and ``summarize``.
+``LLM`` is what the dataflow calls: ``extract_facts``, ``decide`` and ``summarize``
+(typed at the seam as ``LLMLike``, the protocol of those calls).
 ``PromptedLLM`` builds the prompts, parses the JSON answer, re-asks once when the answer
 is malformed (showing the model its mistake) and then raises MalformedOutput — never an
 empty list pretending success. A provider implements one hook: ``_complete(messages) -> str``,
@@ -17,7 +18,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -36,6 +37,31 @@ SimilarLike = Similar | tuple[Any, ...]
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+class LLMLike(Protocol):
+    """What the dataflows use of an LLM: the seam, as a structural type. ``LLM`` below is
+    the implementation family; a test's stand-in (or a wrapper) satisfies it as well."""
+
+    # Whether earlier turns given as context help extraction (``LLM.uses_context``).
+    uses_context: bool
+
+    @property
+    def name(self) -> str: ...
+
+    def extract_facts(
+        self,
+        messages: Sequence[Message],
+        ownership: Ownership | None,
+        strategy: Strategy | None,
+        today: date,
+    ) -> list[Fact]: ...
+
+    def decide(self, new_fact: str | Fact, similar: Sequence[SimilarLike]) -> list[Decision]: ...
+
+    def summarize(self, texts: Sequence[str], max_chars: int) -> str: ...
+
+    def close(self) -> None: ...
 
 
 class LLM(ABC):

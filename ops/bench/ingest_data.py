@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core import metrics
+from core.seams import EmbedderLike
 from core.settings import Settings
 from ops.bench.env import bench_stack
 from ops.bench.ingest import send_events, start_ingest, wait_done
@@ -78,7 +79,7 @@ def shares(before: dict[str, float], after: dict[str, float], wall: float) -> di
     }
 
 
-def embed_rate(embedder: Any, texts: list[str]) -> dict[str, float]:
+def embed_rate(embedder: EmbedderLike, texts: list[str]) -> dict[str, float]:
     """The embedder alone on ``texts``, ``EMBED_BATCH`` at a time: passages/s."""
     started = time.perf_counter()
     for i in range(0, len(texts), EMBED_BATCH):

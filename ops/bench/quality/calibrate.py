@@ -46,6 +46,7 @@ from core.calibration import (
     latin_share,
 )
 from core.calibration_fit import fit_knots
+from core.seams import EmbedderLike
 from ops.bench.quality.baselines import turn_text
 from ops.bench.quality.data import Dataset, generate
 
@@ -71,7 +72,7 @@ class Pairs:
         return [v for v, _ in picked], [y for _, y in picked]
 
 
-def pairs(data: Dataset, embedder: Any) -> tuple[Pairs, Pairs]:
+def pairs(data: Dataset, embedder: EmbedderLike) -> tuple[Pairs, Pairs]:
     """The *near* and the *meaning* pairs of the module docstring."""
     turns = data.turns()
     docs = embedder.embed([turn_text(t) for t in turns])
