@@ -13,7 +13,7 @@ help:
 	@echo "make down    stop them (data is kept in ./.memstream)"
 	@echo "make status  which processes run and whether /readyz is 200"
 	@echo "make test    install test deps, start test servers on free ports, run pytest"
-	@echo "make lint    ruff check + format check"
+	@echo "make lint    ruff check + format check + mypy"
 	@echo "make chart-check  helm lint + template (default, production) + strict offline validation"
 
 up: deps venv
@@ -31,6 +31,7 @@ test: deps chromium venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 deps: redis kafka-jars
 
