@@ -100,7 +100,7 @@ class KeyRecord:
             kid=kid,
             digest=str(row["digest"]),
             tenant=str(row.get("tenant") or DEFAULT_TENANT),
-            role=role,  # type: ignore[arg-type]
+            role=role,
             apps=frozenset(str(a) for a in row.get("apps") or ()),
             global_grant=bool(row.get("global", False)),
             note=str(row.get("note", "")),
@@ -180,7 +180,7 @@ def legacy_ring(api_keys: Mapping[str, Mapping[str, Any]]) -> dict[str, KeyRecor
             kid=f"setting{i}",
             digest=d,
             tenant=str(binding.get("tenant") or DEFAULT_TENANT),
-            role=role,  # type: ignore[arg-type]
+            role=role,
             apps=frozenset(str(a) for a in apps or ()),
             global_grant=bool(binding.get("global", False)),
         )

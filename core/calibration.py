@@ -48,7 +48,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-UNITS_X, UNITS_Z = "x", "z"
+UNITS_X: Literal["x"] = "x"
+UNITS_Z: Literal["z"] = "z"
 CUT = 0.3  # relevance at the middle knot: the default min_relevance
 
 REFERENCE_EN: tuple[str, ...] = (

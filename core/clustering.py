@@ -33,7 +33,7 @@ class Merge:
 
 def candidates(texts: Sequence[str]) -> list[list[int]]:
     """Index lists (ascending, ≥ 2) of texts sharing a duplicate or a frame key."""
-    keyed: dict[tuple, list[int]] = defaultdict(list)
+    keyed: dict[tuple[object, ...], list[int]] = defaultdict(list)
     for n, text in enumerate(texts):
         s = shape(text)
         keyed[("same", s.same_key)].append(n)

@@ -66,12 +66,15 @@ class Token:
     connector: bool
 
 
+FrameKey = tuple[tuple[str, ...], tuple[str, ...]]  # the norms before and after a slot
+
+
 @dataclass(frozen=True, slots=True)
 class Shape:
     """What merging needs of one text: its duplicate key and its frames (key → slot)."""
 
-    same_key: tuple
-    frames: dict[tuple, tuple[int, int]]  # (prefix, suffix) norms → the slot's char span
+    same_key: tuple[tuple[str, ...], int]  # (sorted terms, negations)
+    frames: dict[FrameKey, tuple[int, int]]  # (prefix, suffix) norms → the slot's char span
     han: bool
 
 
@@ -151,12 +154,12 @@ def _tokens(text: str) -> list[Token]:
     return out
 
 
-def _frames(text: str, tokens: list[Token]) -> dict[tuple, tuple[int, int]]:
+def _frames(text: str, tokens: list[Token]) -> dict[FrameKey, tuple[int, int]]:
     """Every maximal run of values (lists included) with the tokens around it."""
     value = [t.value for t in tokens]
     if tokens and not re.search(rf"[\d{_HAN}]", tokens[0].norm):
         value[0] = False  # a capitalized first word is no name
-    out: dict[tuple, tuple[int, int]] = {}
+    out: dict[FrameKey, tuple[int, int]] = {}
     n, i = len(tokens), 0
     while i < n:
         if not value[i]:

@@ -82,7 +82,7 @@ def _stem(word: str) -> str:
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:
         stemmer = _local.stemmer = Stemmer.Stemmer("english")
-    out = stemmer.stemWord(word)
+    out: str = stemmer.stemWord(word)  # PyStemmer ships no types
     return out[:-1] if len(out) > 4 and out.endswith("i") else out
 
 

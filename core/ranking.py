@@ -202,21 +202,25 @@ def reciprocal_ranks(candidates: Sequence[Candidate], k: int = RRF_K) -> dict[st
 
 
 def rank_with(
-    candidates: Iterable[Candidate], top_k: int, settings: Settings, **overrides: float
+    candidates: Iterable[Candidate],
+    top_k: int,
+    settings: Settings,
+    *,
+    min_relevance: float | None = None,
 ) -> list[Ranked]:
     """:func:`rank` with ``min_relevance``, ``rank_relevance_weight`` and ``recall_fusion``
     from settings, normalized to the depth one channel fetches (``overfetch_for``).
 
-    ``overrides`` may carry a per-request ``min_relevance`` (the recall body's field).
+    ``min_relevance`` is a per-request one (the recall body's field), else the setting's.
     """
-    params = {
-        "min_relevance": settings.min_relevance,
-        "relevance_weight": settings.rank_relevance_weight,
-        "fusion": settings.recall_fusion,
-        "depth": overfetch_for(top_k, settings),
-        **overrides,
-    }
-    return rank(candidates, top_k, **params)
+    return rank(
+        candidates,
+        top_k,
+        min_relevance=settings.min_relevance if min_relevance is None else min_relevance,
+        relevance_weight=settings.rank_relevance_weight,
+        fusion=settings.recall_fusion,
+        depth=overfetch_for(top_k, settings),
+    )
 
 
 def _max_opt(a: float | None, b: float | None) -> float | None:

@@ -24,6 +24,7 @@ import logging
 import re
 import threading
 import unicodedata
+from typing import Any
 
 from core.lexical import STOPWORDS
 
@@ -84,7 +85,7 @@ def _cjk_specifics(text: str) -> set[str]:
     return out
 
 
-def _posseg(text: str) -> list:
+def _posseg(text: str) -> list[Any]:
     global _ready
     import jieba
     import jieba.posseg
@@ -95,4 +96,5 @@ def _posseg(text: str) -> list:
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
                 _ready = True
-    return jieba.posseg.lcut(text)
+    out: list[Any] = jieba.posseg.lcut(text)  # jieba ships no types: pairs (word, flag)
+    return out

@@ -92,7 +92,7 @@ def _parse_one(query: str) -> exp.Query:
     return tree
 
 
-def _check(tree: exp.Expression, database: str, allowed: frozenset[str]) -> None:
+def _check(tree: exp.Expr, database: str, allowed: frozenset[str]) -> None:
     """Refuse every node that could read around the tenant (see the module docstring)."""
     for node in tree.walk():
         if isinstance(node, exp.Table):
@@ -158,11 +158,13 @@ def _check_in(node: exp.In) -> None:
 
 def _cte_of(table: exp.Table) -> exp.CTE | None:
     """The CTE an unqualified table name refers to, by sqlglot's scoping, or None."""
-    child, node, inner = table, table.parent, None
+    child: exp.Expr = table
+    node: exp.Expr | None = table.parent
+    inner: exp.Expr | None = None
     while node is not None:
         with_ = node.args.get("with_") if isinstance(node, exp.Query) else None
         if isinstance(with_, exp.With):
-            ctes = [c for c in with_.expressions if not c.args.get("scalar")]
+            ctes: list[exp.CTE] = [c for c in with_.expressions if not c.args.get("scalar")]
             if child is with_:  # inside a CTE of this WITH: the ones before it
                 ctes = ctes[: next((i for i, c in enumerate(ctes) if c is inner), len(ctes))]
             for cte in reversed(ctes):
@@ -173,7 +175,7 @@ def _cte_of(table: exp.Table) -> exp.CTE | None:
     return None
 
 
-def _rename_ctes(tree: exp.Expression) -> dict[int, str]:
+def _rename_ctes(tree: exp.Expr) -> dict[int, str]:
     """Table references to a CTE name that CTE's fresh name (keeping the name as alias);
     answers {id(cte): fresh name}."""
     token = secrets.token_hex(6)
@@ -182,10 +184,10 @@ def _rename_ctes(tree: exp.Expression) -> dict[int, str]:
     for cte in tree.find_all(exp.CTE):
         if not cte.args.get("scalar"):
             fresh[id(cte)] = f"_tenant_cte_{token}_{len(fresh)}"
-    for table, cte in refs:
-        if cte is not None:
+    for table, named in refs:
+        if named is not None:
             alias = table.alias or table.name
-            table.set("this", exp.to_identifier(fresh[id(cte)]))
+            table.set("this", exp.to_identifier(fresh[id(named)]))
             table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
     for cte in tree.find_all(exp.CTE):
         if id(cte) in fresh:  # `WITH k(a, b) AS (…)` keeps its column names
@@ -194,23 +196,24 @@ def _rename_ctes(tree: exp.Expression) -> dict[int, str]:
 
 
 def _wrap_tables(
-    tree: exp.Expression, tenant: str, db: str, allowed: frozenset[str], fresh: dict
+    tree: exp.Expr, tenant: str, db: str, allowed: frozenset[str], fresh: dict[int, str]
 ) -> None:
     names = set(fresh.values())
     for table in list(tree.find_all(exp.Table)):
         if not table.db and table.name in names:
             continue
-        final = isinstance(table.parent, exp.Final)
+        parent = table.parent
+        final = isinstance(parent, exp.Final)
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))
         sub = exp.Subquery(this=_tenant_select(tenant, db, table.name, final), alias=alias)
-        (table.parent if final else table).replace(sub)
+        (parent if isinstance(parent, exp.Final) else table).replace(sub)
     for col in tree.find_all(exp.Column):  # db.memories.memory_id → memories.memory_id
         if col.args.get("db") and col.text("db") == db and col.table in allowed:
             col.set("db", None)
 
 
 def _tenant_select(tenant: str, db: str, name: str, final: bool) -> exp.Select:
-    table: exp.Expression = exp.table_(name, db=db, quoted=True)
+    table: exp.Expr = exp.table_(name, db=db, quoted=True)
     if final:
         table = exp.Final(this=table)
     cond = exp.EQ(this=exp.column("tenant_id"), expression=exp.Literal.string(tenant))
@@ -241,7 +244,7 @@ def _func_name(node: exp.Func) -> str:
     return node.name if isinstance(node, exp.Anonymous) else node.sql_name()
 
 
-def _head(node: exp.Expression | None) -> str:
+def _head(node: exp.Expr | None) -> str:
     if node is None:
         return "nothing"
     if isinstance(node, exp.Anonymous):

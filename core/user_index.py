@@ -71,6 +71,7 @@ INDEX_BYTES = 2048
 
 _LEVELS = list(Level)
 # column codes of the enums, by member and by the value a parsed record holds
+_Coded = type[Level] | type[Status] | type[Ownership] | type[MemType]
 _CODES = {e: {m: i for i, m in enumerate(e)} for e in (Level, Status, Ownership, MemType)}
 _BY_VALUE = {e: {m.value: i for m, i in codes.items()} for e, codes in _CODES.items()}
 _POS = record_codec.POS
@@ -340,7 +341,8 @@ class UserIndex:
         w = self._weight[:n] * np.exp(-s.decay_lambda * alpha * days)
         expire = self._expire[:n]
         ok = self._status[:n] == _CODES[Status][Status.ARCHIVED]
-        return ok & (w > s.archive_threshold) & ((expire == 0) | (expire > now_us))
+        out: np.ndarray = ok & (w > s.archive_threshold) & ((expire == 0) | (expire > now_us))
+        return out
 
     def remove(self, memory_id: str) -> None:
         """Forget the memory, held here or in ``paged``."""
@@ -591,7 +593,8 @@ class ByHash:
             if vals[_P_HASH] == content_hash and (
                 keep is None or keep(record_codec.decode(idx._blobs[i]))
             ):
-                return vals[_P_ID]
+                found: str = vals[_P_ID]
+                return found
         return default
 
 
@@ -651,7 +654,7 @@ def _move(src: UserIndex, dst: UserIndex, record: MemoryRecord) -> bool:
     return True
 
 
-def _isin(column: np.ndarray, enum: type, members: frozenset[Any]) -> np.ndarray:
+def _isin(column: np.ndarray, enum: _Coded, members: frozenset[Any]) -> np.ndarray:
     codes = _CODES[enum]
     return np.isin(column, [codes[m] for m in members])
 

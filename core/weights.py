@@ -105,13 +105,19 @@ def weight_now(
 
 
 class Weighted(Protocol):
-    """What :func:`memory_weight_now` reads of a memory (a MemoryRecord, a scanned row)."""
+    """What :func:`memory_weight_now` reads of a memory (a MemoryRecord, a scanned row);
+    read-only members, so a record's ``dict`` of tags is a ``Mapping`` here."""
 
-    weight: float
-    weight_at: datetime
-    is_important: bool
-    ownership: Ownership
-    custom_tags: Mapping[str, Any]
+    @property
+    def weight(self) -> float: ...
+    @property
+    def weight_at(self) -> datetime: ...
+    @property
+    def is_important(self) -> bool: ...
+    @property
+    def ownership(self) -> Ownership: ...
+    @property
+    def custom_tags(self) -> Mapping[str, Any]: ...
 
 
 def memory_weight_now(m: Weighted, now: datetime, settings: Settings) -> float:

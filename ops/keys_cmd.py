@@ -11,8 +11,9 @@ import json
 import sys
 from datetime import UTC, datetime
 
-from core.apikeys import DEFAULT_TENANT, ROLES
+from core.apikeys import ROLES
 from core.settings import get_settings
+from schemas.tenants import DEFAULT_TENANT
 from sinks import keystore
 
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from core.apikeys import DEFAULT_TENANT, KeyRecord
+from core.apikeys import KeyRecord
 from recall_api.errors import ApiError
 from schemas.enums import Level
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
-from schemas.tenants import check_tenant
+from schemas.tenants import DEFAULT_TENANT, check_tenant
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -65,6 +66,7 @@ def json_depth(value: Any) -> int:
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list | tuple):
@@ -127,10 +129,12 @@ def clip_tags(tags: dict[str, Any]) -> dict[str, Any]:
     """
     if json_depth(tags) <= MAX_TAGS_DEPTH:
         return tags
-    return _clip(tags, 1)
+    clipped: dict[str, Any] = _clip(tags, 1)
+    return clipped
 
 
 def _clip(node: Any, level: int) -> Any:
+    items: Iterable[tuple[Any, Any]]
     if isinstance(node, dict):
         items = node.items()
     elif isinstance(node, list):
