@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple, Protocol
 
@@ -246,7 +246,9 @@ class UserIndex:
             else:
                 self._lexical.add(i, terms if terms is not None else term_counts(vals[_P_CONTENT]))
 
-    def fill(self, records: list[tuple[bytes, list[Any], Mapping[str, int]]], rows: bytes) -> None:
+    def fill(
+        self, records: Sequence[tuple[bytes, list[Any], Mapping[str, int]]], rows: bytes
+    ) -> None:
         """Load an empty index at once: ``records`` as (record bytes, parsed fields, term
         counts) and ``rows``, their quantized rows in the same order, each as
         ``row_bytes`` wrote it, joined. The same index as a :meth:`put` of each (a unit

@@ -50,7 +50,11 @@ class Reads(Runner):
         """The memories relevant to ``query`` that the scope allows, best first;
         ``max_chars``: only the best-ranked ones that fit whole into that many characters
         (the answer's ``chars_used`` says how many they take)."""
-        scope = {"app_id": app_id, "session_id": session_id, "include_global": include_global}
+        scope: dict[str, Any] = {
+            "app_id": app_id,
+            "session_id": session_id,
+            "include_global": include_global,
+        }
         if cross_app is not None:
             scope["cross_app"] = {"enabled": cross_app}
         filters = {"ownership": ownership, "mem_type": mem_type, "custom_tags": custom_tags}

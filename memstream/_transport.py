@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
@@ -41,6 +41,8 @@ from tenacity import (
     stop_before_delay,
     wait_exponential_jitter,
 )
+from tenacity.retry import retry_base
+from tenacity.stop import stop_base
 
 from memstream.errors import ApiError, ProtocolError, TaskPending, TransportError, error_for
 from schemas.api import Envelope
@@ -138,10 +140,11 @@ def answer_of(call: Call[T], resp: httpx.Response) -> T:
             data=data,
             retry_after=retry_after_s(resp.headers.get("retry-after")),
         )
+    found: T
     if isinstance(call.model, type) and issubclass(call.model, BaseModel):
         found = call.model.model_validate(env.data)
     else:
-        found = env.data
+        found = cast(T, env.data)  # no model: the call's T is the JSON data as it came
     if call.check is not None:
         call.check(found)
     return found
@@ -205,7 +208,7 @@ def _give_up(state: RetryCallState) -> Any:
     if outcome.failed:
         raise outcome.exception()  # type: ignore[misc]
     last = outcome.result()
-    what = getattr(last, "task_id", None) or getattr(last, "export_id", "?")
+    what: str = getattr(last, "task_id", "") or getattr(last, "export_id", "?")
     raise TaskPending(what, getattr(last, "status", "?"))
 
 
@@ -224,8 +227,8 @@ def _log_retry(state: RetryCallState) -> None:
 
 def retry_options(policy: RetryPolicy, call: Call) -> dict[str, Any]:
     """tenacity's keyword arguments for ``Retrying`` and ``AsyncRetrying`` alike."""
-    retry = retry_if_exception(_transient(call))
-    stop = stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.budget_s)
+    retry: retry_base = retry_if_exception(_transient(call))
+    stop: stop_base = stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.budget_s)
     if call.until is not None:
         until = call.until
         retry = retry | retry_if_result(lambda found: not until(found))

@@ -121,13 +121,14 @@ def read_all(bus: KafkaBus, timeout: float = 10.0) -> list[RawRecord]:
         try:
             while pending and not deadline.is_set():
                 for msg in consumer.consume(num_messages=500, timeout=0.2):
-                    if msg.error() is not None:
-                        if msg.error().code() != KafkaError._PARTITION_EOF:
-                            raise StoreUnavailable(f"kafka: {name}: {msg.error()}")
+                    if (err := msg.error()) is not None:
+                        if err.code() != KafkaError._PARTITION_EOF:
+                            raise StoreUnavailable(f"kafka: {name}: {err}")
                         continue
                     out.append((msg.key(), msg.value()))
                     p = msg.partition()
-                    if p in pending and msg.offset() + 1 >= pending[p]:
+                    offset = msg.offset()  # a consumed message has one (None: not consumed)
+                    if p in pending and offset is not None and offset + 1 >= pending[p]:
                         del pending[p]
         finally:
             timer.cancel()
@@ -215,7 +216,8 @@ class ConfigFollower:
                         continue
                     self._apply(msg.key(), msg.value())
                     p = msg.partition()
-                    if p in pending and msg.offset() + 1 >= pending[p]:
+                    offset = msg.offset()  # a consumed message has one (None: not consumed)
+                    if p in pending and offset is not None and offset + 1 >= pending[p]:
                         del pending[p]
                 if not pending and not self.ready.is_set():
                     self.ready.set()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import cast
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from core.scope import Switches
 from schemas.tenants import UserKey, scoped
@@ -65,7 +67,7 @@ class SwitchStore:
         try:
             pipe = self._redis.client.pipeline()
             for u, raw in raws.items():
-                pipe.hset(_key(u), mapping=raw)
+                pipe.hset(_key(u), mapping=cast("dict[FieldT, EncodableT]", raw))
             pipe.execute()
         except redis.RedisError:
             pass

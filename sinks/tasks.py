@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.redis_store import RedisStore
@@ -81,7 +82,12 @@ class TaskStore:
         now = time.time()
         pipe = self._redis.client.pipeline()
         status = "sending" if sending else "accepted"
-        mapping = {"status": status, "user_id": user_id, "accepted_at": now, "updated_at": now}
+        mapping: dict[FieldT, EncodableT] = {
+            "status": status,
+            "user_id": user_id,
+            "accepted_at": now,
+            "updated_at": now,
+        }
         mapping["tenant_id"] = tenant
         if app_id:
             mapping["app_id"] = app_id
@@ -127,7 +133,7 @@ class TaskStore:
             if state in ("done", "failed"):
                 continue  # a replay after a crash: the first outcome stands
             data = asdict(r)
-            mapping: dict[str, Any] = {
+            mapping: dict[FieldT, EncodableT] = {
                 "status": "failed" if r.failed else "done",
                 "user_id": r.user_id,
                 "tenant_id": r.tenant_id,
@@ -144,7 +150,8 @@ class TaskStore:
 
     def get(self, task_id: str, *, tenant: str) -> dict[str, Any] | None:
         try:
-            raw = self._redis.client.hgetall(_key(task_id, tenant))
+            # decode_responses=True (sinks.redis_store): str fields and values
+            raw = cast(dict[str, str], self._redis.client.hgetall(_key(task_id, tenant)))
         except redis.RedisError:
             return None
         return _status(task_id, raw)

