@@ -91,6 +91,7 @@ class ConsumerLag(Collector):
         low = _offsets(admin, unread, OffsetSpec.earliest()) if unread else {}
         out = []
         for p in group:
+            nxt: int | None
             end = high.get((p.topic, p.partition))
             if end is None:
                 continue
@@ -113,7 +114,9 @@ class ConsumerLag(Collector):
                     {
                         **dict(config),
                         "socket.timeout.ms": str(int(TIMEOUT_S * 1000)),
-                        "logger": log,  # librdkafka's reconnect lines go to logging, not stderr
+                        # librdkafka's reconnect lines go to logging, not stderr (the stubs
+                        # type config values as str/int/float: a logger object is allowed too)
+                        "logger": log,  # type: ignore[dict-item]
                     }
                 )
             return admin

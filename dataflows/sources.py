@@ -13,7 +13,7 @@ new node failed once at start. A topic still not ready then raises TopicsNotRead
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
 from bytewax.connectors.kafka import KafkaSource
 from bytewax.inputs import StatefulSourcePartition
@@ -40,7 +40,7 @@ class _StoppablePartition(StatefulSourcePartition):
     def next_batch(self) -> list[Any]:
         if self._stop.is_set():
             raise StopIteration()
-        batch = self._inner.next_batch()
+        batch = cast(list[Any], self._inner.next_batch())  # Kafka's partition: a list
         if batch:
             if self._position is not None:
                 self._position.next = self._inner.snapshot()  # the next offset to read
@@ -49,7 +49,7 @@ class _StoppablePartition(StatefulSourcePartition):
                 self._flow.batch_in.observe(len(batch))
         return batch
 
-    def next_awake(self):  # type: ignore[no-untyped-def]
+    def next_awake(self):
         return self._inner.next_awake()
 
     def snapshot(self) -> Any:
@@ -80,7 +80,10 @@ class StoppableKafkaSource(KafkaSource):
         wait_for_topics(self._ready_config, self._ready_topics, self._ready_s, self.stop)
         return super().list_parts()
 
-    def build_part(self, step_id: str, for_part: str, resume_state: Any) -> _StoppablePartition:
+    # bytewax annotates its own partition class here; ours wraps it (a StatefulSourcePartition)
+    def build_part(  # type: ignore[override]
+        self, step_id: str, for_part: str, resume_state: Any
+    ) -> _StoppablePartition:
         inner = super().build_part(step_id, for_part, resume_state)
         flow = step_id.split(".", 1)[0]  # "<flow id>.<step>"
         idx, _, topic = for_part.partition("-")  # Bytewax names a partition "<index>-<topic>"

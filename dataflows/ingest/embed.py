@@ -12,12 +12,15 @@ writer that finds the duplicate gone meanwhile still has one (~10 % of RealMem's
 
 from __future__ import annotations
 
+from typing import cast
+
 from core import metrics
 from core.hashing import content_hash
 from core.seams import EmbedderLike
 from core.user_index import UserIndex
 from dataflows.ingest.items import Extracted, FactItem
 from dataflows.ingest.writer import duplicate_scope
+from schemas.enums import Level
 from schemas.tenants import UserKey
 from sinks.hot_cache import HotCache
 
@@ -47,7 +50,8 @@ def _not_held(idx: UserIndex | None, facts: list[FactItem]) -> list[FactItem]:
             ev = f.incoming.event
             held = f.memory_id if f.memory_id in idx else None
             if held is None:
-                scope = duplicate_scope(ev.level, ev.app_id, ev.session_id)
+                level = cast(Level, ev.level)  # set by ConversationEvent's validator
+                scope = duplicate_scope(level, ev.app_id, ev.session_id)
                 held = idx.by_hash.find(content_hash(f.fact.text.strip()), scope)
             vector = None if held is None else idx.vector(held)
             if vector is None:

@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime
 
 from core import metrics
 from core.hashing import memory_id_for
-from dataflows.ingest.items import Extracted, FactItem, Rejected, TurnBatch
+from dataflows.ingest.items import Extracted, FactItem, Incoming, Rejected, TurnBatch
 from models.errors import ModelError
 from models.lang import utc_date
 from models.llm.base import LLMLike
@@ -33,7 +33,9 @@ def extract(
     out = Extracted(user_id=first.user_id, tasks=list(batch.events), tenant_id=first.tenant_id)
     context = list(batch.context) if llm.uses_context else []
     messages = context + [m for i in batch.events for m in dated_messages(i.event)]
-    owners = []  # message position -> (incoming, position inside its event)
+    owners: list[
+        tuple[Incoming, int]
+    ] = []  # message position -> (incoming, position inside its event)
     for inc in batch.events:
         owners.extend((inc, pos) for pos in range(len(inc.event.messages)))
     today = conversation_date(messages, today_fn)

@@ -41,7 +41,8 @@ from dataflows.lifecycle import commands as _lifecycle  # noqa: F401  (lifecycle
 from dataflows.runtime import Runtime
 from dataflows.sources import StoppableKafkaSource
 from schemas.errors import ErrorCode
-from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS, UINT64_MAX
+from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
+from schemas.limits import UINT64_MAX
 from schemas.tenants import UserKey, scoped
 from sinks.tasks import TaskResult
 
@@ -106,8 +107,8 @@ def build_flow(
             UserKey(i.event.tenant_id, i.event.user_id) for i in items if isinstance(i, Incoming)
         ]
         by_tenant: dict[str, list[int]] = {}
-        for u in users:
-            by_tenant.setdefault(u.tenant, []).append(u.user_id)
+        for user in users:
+            by_tenant.setdefault(user.tenant, []).append(user.user_id)
         for tenant, ids in by_tenant.items():
             keys.prefetch(ids, tenant, create=True)
         switches = rt.switches.get_many(users) if users else {}
@@ -208,15 +209,14 @@ def build_flow(
             embedded.add(shard_worker(kv[0], workers), sum(len(b.facts) for b in batches))
 
         def one_by_one(_: str) -> list:  # a batch failed the shared call: find it, keep the rest
-            return [
-                b
-                for batch in batches
-                for b in guarded(
+            def alone(batch: Extracted) -> list[Extracted]:
+                return guarded(
                     "embed",
-                    lambda batch=batch: embed_all(rt.embedder, rt.cache, [batch]),
-                    lambda reason, batch=batch: [refused_batch(batch.tasks, reason)],
+                    lambda: embed_all(rt.embedder, rt.cache, [batch]),
+                    lambda reason: [refused_batch(batch.tasks, reason)],
                 )
-            ]
+
+            return [b for batch in batches for b in alone(batch)]
 
         return guarded("embed", lambda: embed_all(rt.embedder, rt.cache, batches), one_by_one)
 

@@ -20,7 +20,8 @@ from core.hashing import task_id_for_source
 from core.settings import Settings
 from dataflows.ingest.items import Incoming, IncomingCommand, Rejected, Source
 from schemas.commands import Command
-from schemas.events import UINT64_MAX, ConversationEvent
+from schemas.events import ConversationEvent
+from schemas.limits import UINT64_MAX
 from schemas.tenants import DEFAULT_TENANT, check_tenant
 from sinks.crypto import DecryptionError, KeyDestroyed
 from sinks.keyring import KeyRing

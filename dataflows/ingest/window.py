@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import logging
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Self
@@ -60,7 +60,7 @@ class SealedItem:
 
     @classmethod
     def seal(
-        cls, keys: KeyRing, user_id: int, value: object, tenant: str, task_ids: tuple = ()
+        cls, keys: KeyRing, user_id: int, value: object, tenant: str, task_ids: Iterable[str] = ()
     ) -> Self:
         raw = base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         blob = keys.encrypt(user_id, raw.decode("ascii"), tenant)
@@ -93,7 +93,7 @@ class SealedItem:
 class SealedWindow(SealedItem):
     """A WindowState as the recovery store keeps it: pickled, sealed with the user's key."""
 
-    def open(self, keys: KeyRing) -> WindowState:  # type: ignore[override]
+    def open(self, keys: KeyRing) -> WindowState:
         """The state (authenticated, so unpickling it is safe); empty once shredded."""
         state = super().open(keys)
         if state is None:

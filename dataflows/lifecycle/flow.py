@@ -18,6 +18,7 @@ on a thread beside this flow (in the node, and in ``main.py`` when run alone).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TypeGuard
 
 import bytewax.operators as op
 from bytewax.dataflow import Dataflow
@@ -43,12 +44,16 @@ def kafka_source(rt: Runtime) -> StoppableKafkaSource:
     )
 
 
+def _is_hits(x: RecallHits | Rejected) -> TypeGuard[RecallHits]:
+    return isinstance(x, RecallHits)
+
+
 def build_flow(rt: Runtime, source: Source | None = None, flow_id: str = "lifecycle") -> Dataflow:
     window = timedelta(seconds=rt.settings.recall_hits_window_s)
     flow = Dataflow(flow_id)
     raw = op.input("in", flow, source or kafka_source(rt))  # KafkaSourceMessage
     parsed = op.map("parse", raw, parse_hits)  # RecallHits | Rejected
-    ok = op.branch("ok", parsed, lambda x: isinstance(x, RecallHits))
+    ok = op.branch("ok", parsed, _is_hits)
     bad = op.filter_map("rejected", ok.falses, lambda x: x if isinstance(x, Rejected) else None)
     op.output("dlq", bad, DlqSink(rt))
     # (tenant|user, RecallHits): one window per (tenant, user)

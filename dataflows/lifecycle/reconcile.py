@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -115,7 +115,8 @@ def _pending(rt: Runtime, wanted: Wanted, stats: Counter, touched: set[UserKey])
     """Sweep 1. Redis is a cache: unreachable, the other sweeps still find the drift."""
     client = rt.stores.redis.client
     try:
-        ids = sorted(client.smembers(RECONCILE_KEY))
+        # decode_responses=True (sinks.redis_store): the members are str
+        ids = sorted(cast("set[str]", client.smembers(RECONCILE_KEY)))
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             handled = _repair(rt, dict.fromkeys(chunk), wanted, stats, touched)
@@ -176,7 +177,9 @@ def _milvus_to_store(rt: Runtime, wanted: Wanted, stats: Counter, touched: set[U
                 {"u": sorted({k.user_id for k in owner.values()}), "ids": list(owner)},
             )
             known = {r[0] for r in rows}
-            orphans = {mid: u for mid, u in owner.items() if mid not in known}
+            orphans: dict[str, UserKey | None] = {
+                mid: u for mid, u in owner.items() if mid not in known
+            }
             _repair(rt, orphans, wanted, stats, touched)
     finally:
         it.close()

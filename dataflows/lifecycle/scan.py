@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from core.timeutil import require_aware
 from dataflows.lifecycle.commands import lifecycle_command
@@ -90,13 +90,13 @@ class ScanRow:
             int(r["user_id"]),
             Status(r["status"]),
             float(r["weight"]),
-            instant(r, "weight_at"),
+            cast(datetime, instant(r, "weight_at")),  # NOT NULL columns: never None
             bool(r["is_important"]),
             ownership,
             instant(r, "expire_at"),
             instant(r, "archived_at"),
             instant(r, "deleted_at"),
-            instant(r, "updated_at"),
+            cast(datetime, instant(r, "updated_at")),
             tags,
             tenant,
         )

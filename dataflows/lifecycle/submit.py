@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.items import IncomingCommand, Source
@@ -54,7 +55,7 @@ class KafkaVia:
             got = client.blpop(list(slot), timeout=0.3)  # under the client's socket timeout
             if got is not None:
                 key, value = got
-                out[slot.pop(key)] = json.loads(value)
+                out[slot.pop(cast(str, key))] = json.loads(value)  # decode_responses=True
         return out
 
 
