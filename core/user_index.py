@@ -119,15 +119,23 @@ class Fact(NamedTuple):
 
 
 class Scoped(Protocol):
-    """What ``UserIndex.allowed`` reads of a predicate (``core.scope.RecallPredicate``)."""
+    """What ``UserIndex.allowed`` reads of a predicate (``core.scope.RecallPredicate``, a
+    frozen dataclass: read-only members)."""
 
-    user_id: int
-    tenant_id: str
-    statuses: frozenset[Status]
-    ownership: frozenset[Ownership]
-    mem_type: frozenset[MemType]
-    tags: tuple[Any, ...]
-    as_of_ms: int | None
+    @property
+    def user_id(self) -> int: ...
+    @property
+    def tenant_id(self) -> str: ...
+    @property
+    def statuses(self) -> frozenset[Status]: ...
+    @property
+    def ownership(self) -> frozenset[Ownership]: ...
+    @property
+    def mem_type(self) -> frozenset[MemType]: ...
+    @property
+    def tags(self) -> tuple[Any, ...]: ...
+    @property
+    def as_of_ms(self) -> int | None: ...
 
     @property
     def branches(self) -> tuple[Any, ...]: ...  # (level, app_id, session_id) each

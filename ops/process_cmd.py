@@ -264,9 +264,9 @@ def runs_passes(plan: FlowPlan) -> bool:
 def _build_flow(name: str, rt, workers: int):  # noqa: ANN001, ANN202 - Runtime, Dataflow (lazy)
     """The flow for a cluster of ``workers`` workers in all (ingest: one embed shard each)."""
     if name == "ingest":
-        from dataflows.ingest.flow import build_flow
+        from dataflows.ingest.flow import build_flow as build_ingest
 
-        return build_flow(rt, workers=workers)
-    from dataflows.lifecycle.flow import build_flow
+        return build_ingest(rt, workers=workers)
+    from dataflows.lifecycle.flow import build_flow as build_lifecycle
 
-    return build_flow(rt)
+    return build_lifecycle(rt)

@@ -120,12 +120,10 @@ class ChangesFollower:
                 msgs = consumer.consume(num_messages=500, timeout=0.2)
                 now = time.monotonic()
                 for msg in msgs:
-                    if msg.error() is None:
+                    if (err := msg.error()) is None:
                         self._apply(msg.value())
-                    elif msg.error().code() != KafkaError._PARTITION_EOF:
-                        log.warning(
-                            "memory.changes error", extra=log_fields(error=str(msg.error()))
-                        )
+                    elif err.code() != KafkaError._PARTITION_EOF:
+                        log.warning("memory.changes error", extra=log_fields(error=str(err)))
                 reached = bool(msgs) or (
                     now - last_ok > self.stale_after_s / 2 and self._broker_ok(consumer)
                 )

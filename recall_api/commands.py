@@ -65,6 +65,7 @@ async def run_command(
         sealed = seal_payload(svc.memories.cipher, user_id, payload, tenant)
         cmd = cmd.model_copy(update={"payload": {}, "sealed": sealed})
     bus = svc.stores.kafka
+    result: dict[str, Any] | None
     try:
         first = await asyncio.to_thread(record.claim)  # 40901 for another request
         if first is not None:  # answered before: the same answer, nothing sent
@@ -91,7 +92,7 @@ async def run_command(
     return result.get("data")
 
 
-def _wait(svc: Services, result_id: str, deadline: float) -> dict | None:
+def _wait(svc: Services, result_id: str, deadline: float) -> dict[str, Any] | None:
     client = svc.stores.redis.client
     key = result_key(result_id)
     while (left := deadline - time.monotonic()) > 0:

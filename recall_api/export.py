@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from schemas.tenants import DEFAULT_TENANT
 from sinks.services import Services
@@ -108,7 +108,8 @@ def _run(svc: Services, export_id: str, user_id: int, tenant: str) -> None:
 def status(svc: Services, export_id: str, tenant: str | None) -> dict[str, Any] | None:
     """The export's record; None when unknown or another tenant's (``tenant`` None: the
     signed download, whose link names the export)."""
-    raw = svc.stores.redis.client.hgetall(_key(export_id))
+    # decode_responses=True (sinks.redis_store): str fields and values
+    raw = cast("dict[str, Any]", svc.stores.redis.client.hgetall(_key(export_id)))
     if not raw:
         return None
     found = dict(raw)

@@ -113,7 +113,7 @@ def python_heap() -> dict[str, Any]:
     }
 
 
-def lru_caches() -> dict[str, dict[str, int]]:
+def lru_caches() -> dict[str, dict[str, int | None]]:
     """How full each of our bounded ``lru_cache`` memo tables is. They hold a few MB
     each when full and fill with the distinct texts a process meets, so over a soak's
     first minutes they grow like a leak would; ``entries`` at ``max`` means it stopped."""

@@ -66,7 +66,7 @@ class RateLimits:
     def check(self, kid: str, kind: str, user_id: int | None) -> None:
         """Count one request; ApiError 42910 (with retry_after) past a limit."""
         rules = self.rules[kind]
-        buckets = [(rules.per_key, (kind, kid))]
+        buckets: list[tuple[RateLimitItem | None, tuple[str, ...]]] = [(rules.per_key, (kind, kid))]
         if user_id is not None:
             buckets.append((rules.per_user, (kind, kid, str(user_id))))
         try:

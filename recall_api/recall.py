@@ -426,6 +426,10 @@ def _channels(
     return dense, lexical
 
 
+def _channel(f: tuple[UserIndex, dict[str, float], dict[str, float]], k: int) -> dict[str, float]:
+    return f[1] if k == 1 else f[2]
+
+
 def _top_of_both(
     found: list[tuple[UserIndex, dict[str, float], dict[str, float]]], limit: int
 ) -> list[tuple[UserIndex, dict[str, float], dict[str, float]]]:
@@ -434,7 +438,7 @@ def _top_of_both(
     meets no more candidates than without paged-out memories."""
     out = []
     for k in (1, 2):
-        scored = sorted((v, mid) for f in found for mid, v in f[k].items())
+        scored = sorted((v, mid) for f in found for mid, v in _channel(f, k).items())
         kept = {mid for _, mid in scored[-limit:]}
         out.append(kept)
     return [

@@ -96,7 +96,7 @@ def bench_ingest_data(
     limit: int | None = None,
     users: int = 8,
     sessions: int = 8,
-    capacity: dict[str, int] | None = None,
+    capacity: dict[str, Any] | None = None,  # Settings overrides
     workers: int = 1,
 ) -> dict[str, Any]:
     events, turns = events_of(dataset, datasets_dir, limit, users, sessions)

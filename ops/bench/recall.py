@@ -343,7 +343,7 @@ def bench_recall(
     fitted = max(budget, users * (memories + paged) * 5 // 4096 + 64)
     if fit_cache:  # every seeded user fits: the best case, not production
         budget = fitted
-    keyed = {}
+    keyed: dict[str, Any] = {}
     if auth:
         keyed = {f"rate_limit_{w}_{k}": "1000000/second" for w in ("key", "user")
                  for k in ("recall", "write")}  # fmt: skip

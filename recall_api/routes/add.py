@@ -80,9 +80,10 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
     t = caller.tenant
     who = caller_identity(caller.kid, body.app_id)
     fields = body.model_dump(mode="json", exclude_none=True, exclude={"request_id"})
+    task_id = add_task_id(body.user_id, request_id, t, who)
     try:
         event = ConversationEvent(
-            task_id=add_task_id(body.user_id, request_id, t, who),
+            task_id=task_id,
             tenant_id=t,
             **body.model_dump(exclude_none=True, exclude={"request_id"}),
         )
@@ -92,21 +93,21 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
     check_switch(svc, body.user_id, body.app_id, t)
     payload = event_bytes(event, s.max_event_bytes)
     # sealed with the user's data key: a purge leaves no readable copy in the topic
-    payload = seal_event_bytes(svc.memories.cipher, body.user_id, event.task_id, payload, t)
+    payload = seal_event_bytes(svc.memories.cipher, body.user_id, task_id, payload, t)
     record = Idempotency(
-        svc.stores.redis.client, t, event.task_id, fingerprint("add", body.user_id, fields)
+        svc.stores.redis.client, t, task_id, fingerprint("add", body.user_id, fields)
     )
-    answer = {"task_id": event.task_id, "accepted": True}
+    answer = {"task_id": task_id, "accepted": True}
     try:  # the task status must be recordable: say so now
         if record.claim() is not None:  # 40901 for another request
             return ok(answer)
-        known = svc.tasks.get(event.task_id, tenant=t)
+        known = svc.tasks.get(task_id, tenant=t)
     except OUTAGES as exc:
         raise unavailable("Redis", request_id) from exc
     if known is not None and known["status"] in LANDED:  # its answer was lost, not its event
         record.remember(answer)
         return ok(answer)
-    deliver(svc, event.task_id, body, t, caller.kid, payload, request_id, record, answer)
+    deliver(svc, task_id, body, t, caller.kid, payload, request_id, record, answer)
     recaller_for(request.app.state, svc).prefetch(body.user_id, t)  # a recall tends to follow
     return ok(answer)
 

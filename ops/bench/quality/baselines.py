@@ -78,7 +78,8 @@ def _window(docs: list[Doc], ask: Ask) -> list[int]:
 
 def _bm25(docs: dict[int, list[Doc]], asks: Sequence[Ask]) -> dict[str, tuple[list[int], float]]:
     tokens = {u: [tokenize(d.text) for d in ds] for u, ds in docs.items()}
-    out, built = {}, {}
+    out: dict[str, tuple[list[int], float]] = {}
+    built: dict[tuple[int, tuple[int, ...]], BM25Index] = {}
     for a in asks:
         window = _window(docs[a.user_id], a)
         key = (a.user_id, tuple(window))
@@ -108,7 +109,7 @@ def _dense(docs: dict[int, list[Doc]], asks: Sequence[Ask], embedder) -> dict[st
     embed_queries = getattr(embedder, "embed_queries", embedder.embed)
     queries = embed_queries([a.query for a in asks]) if asks else []
     embed_ms = (time.perf_counter() - started) * 1000 / max(1, len(asks))
-    out = {}
+    out: dict[str, tuple[list[int], float]] = {}
     for row, a in enumerate(asks):
         started = time.perf_counter()
         window = np.array(_window(docs[a.user_id], a), dtype=int)

@@ -110,7 +110,11 @@ def report(name: str, near: Pairs, meaning: Pairs, units: str) -> dict[str, Any]
     out: dict[str, Any] = {"name": name, "units": units, "knots": [knots.lo, knots.cut, knots.hi]}
     for label, found in (("near", near), ("meaning", meaning)):
         for lang in sorted(set(found.lang)):
-            xs, ys = found.values(units, lambda g, lang=lang: g == lang)
+
+            def of_lang(g: str, lang: str = lang) -> bool:
+                return g == lang
+
+            xs, ys = found.values(units, of_lang)
             rel = [x for x, y in zip(xs, ys, strict=True) if y]
             unrel = [x for x, y in zip(xs, ys, strict=True) if not y]
             out[f"{label}_{lang}"] = {

@@ -137,13 +137,13 @@ def _user(rng: random.Random, uid: int, bank: Bank, n: int) -> UserData:
                 chain.append(say(OWNER, template, {"v": values[j], "old": values[j - 1]}, s))
             asks.append(("changed", ch.ask.format(who=who[OWNER]), chain[-1:], chain[:-1]))
         for sr in rng.sample(bank.series, min(len(bank.series), max(1, n // 2))):
-            values = {"who": who[OWNER]}
-            draw(rng, slots[OWNER], values)
-            values.update(zip(sr.key.split("|"), rng.choice(sr.values).split("|"), strict=True))
+            filled = {"who": who[OWNER]}
+            draw(rng, slots[OWNER], filled)
+            filled.update(zip(sr.key.split("|"), rng.choice(sr.values).split("|"), strict=True))
             a, b = sorted(rng.sample(range(n), 2))
-            story = [say(OWNER, rng.choice(sr.first), values, a)]
-            story.append(say(OWNER, rng.choice(sr.then), values, b))
-            asks.append(("multi", render(bank, sr.ask, values), story, []))
+            story = [say(OWNER, rng.choice(sr.first), filled, a)]
+            story.append(say(OWNER, rng.choice(sr.then), filled, b))
+            asks.append(("multi", render(bank, sr.ask, filled), story, []))
     for statement, query in rng.sample(bank.paraphrase, min(len(bank.paraphrase), n // 2 + 2)):
         item = _Item(OWNER, statement)  # as said: no filler, so no word is shared by chance
         plan[rng.randrange(n)].append(item)
@@ -242,9 +242,9 @@ def _session(
     for _ in range(2):
         chit("bye", OWNER if len(lines) % 2 == 0 else FRIEND)
     turns = []
-    for k, (speaker, text, item) in enumerate(lines):
+    for k, (speaker, text, said) in enumerate(lines):
         at += timedelta(seconds=rng.randint(15, 150))
-        turns.append(Turn(f"{prefix}-t{k:02d}", speaker, who[speaker], at, text, item is not None))
-        if item is not None:
-            item.msg_id = turns[-1].msg_id
+        turns.append(Turn(f"{prefix}-t{k:02d}", speaker, who[speaker], at, text, said is not None))
+        if said is not None:
+            said.msg_id = turns[-1].msg_id
     return turns

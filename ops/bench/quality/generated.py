@@ -46,7 +46,7 @@ def _say(message: str) -> None:
     print(f"bench quality: {message}", file=sys.stderr, flush=True)
 
 
-def capacity_overrides(capacity: str) -> dict[str, int]:
+def capacity_overrides(capacity: str) -> dict[str, Any]:  # Settings overrides
     """``default`` (the settings as they are), ``lifted``, or a per-app limit N."""
     if capacity == "default":
         return {}

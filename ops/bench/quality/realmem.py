@@ -80,7 +80,9 @@ def _persona(
     name = str(meta.get("person_name") or path.name.split("_dialogues")[0]).replace("_", " ")
     sessions = sorted(raw["dialogues"], key=lambda s: str(s.get("current_time", "")))
     sessions = sessions[:limit] if limit else sessions
-    data.users[uid], docs, events = name, [], []
+    docs: list[Doc] = []
+    events: list[dict[str, Any]] = []
+    data.users[uid] = name
     where: dict[str, int] = {}  # session_uuid -> its position
     memory: dict[tuple[str, str], str] = {}  # (session_uuid, content) -> evidence msg_id
     for k, s in enumerate(sessions):
