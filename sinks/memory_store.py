@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -95,7 +95,8 @@ class MemoryStore:
         for tenant, user_id in sorted(set(batch.shred_users)):
             self.cipher.destroy(user_id, tenant)  # before anything of this batch is sealed
         by_tenant: dict[str, set[int]] = {}
-        for r in [*batch.memories, *batch.changes]:
+        written: list[MemoryRecord | ChangeRecord] = [*batch.memories, *batch.changes]
+        for r in written:
             by_tenant.setdefault(r.tenant_id, set()).add(r.user_id)
         for tenant, users in by_tenant.items():
             self.cipher.prefetch(users, tenant)
@@ -216,7 +217,7 @@ class MemoryStore:
         return rows
 
     def _publish(self, batch: WriteBatch) -> None:
-        events = [
+        events: list[dict[str, Any]] = [
             {
                 "op": str(c.op_type),
                 "memory_id": c.memory_id,
@@ -449,10 +450,10 @@ class MemoryStore:
             ownership=Ownership(r["ownership"]),
             mem_type=MemType(r["mem_type"]),
             weight=float(r["weight"]),
-            weight_at=instant(r, "weight_at"),
-            created_at=instant(r, "created_at"),
-            updated_at=instant(r, "updated_at"),
-            valid_at=instant(r, "valid_at"),
+            weight_at=cast(datetime, instant(r, "weight_at")),  # NOT NULL
+            created_at=cast(datetime, instant(r, "created_at")),  # NOT NULL
+            updated_at=cast(datetime, instant(r, "updated_at")),  # NOT NULL
+            valid_at=cast(datetime, instant(r, "valid_at")),  # NOT NULL
             app_id=r["app_id"],
             session_id=r["session_id"],
             status=Status(r["status"]),

@@ -129,9 +129,10 @@ def _vectors(
     kept = [
         next((m for m in g if m.content == t), None) for g, t in zip(groups, texts, strict=True)
     ]
-    todo = [t for t, k in zip(texts, kept, strict=True) if k is None]
+    held = [idx.vector(k.memory_id) if k else None for k in kept]
+    todo = [t for t, v in zip(texts, held, strict=True) if v is None]
     fresh = iter(rt.embedder.embed(todo) if todo else [])
-    return [idx.vector(k.memory_id) if k else next(fresh) for k in kept]
+    return [v if v is not None else next(fresh) for v in held]
 
 
 def _apply(

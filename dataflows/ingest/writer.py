@@ -25,6 +25,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, time
+from typing import cast
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from models.degrade import decide_or_degrade
 from models.types import Decision, Similar
 from schemas.enums import Level, OpType, Status
 from schemas.errors import ErrorCode
+from schemas.events import ConversationEvent
 from schemas.memory import MemoryRecord
 from sinks.tasks import TaskResult
 
@@ -142,7 +144,7 @@ class Writer:
         if fi.memory_id in idx:
             _replayed(r, fi.memory_id)
             return
-        existing = idx.by_hash.find(h, duplicate_scope(ev.level, ev.app_id, ev.session_id))
+        existing = idx.by_hash.find(h, duplicate_scope(_level(ev), ev.app_id, ev.session_id))
         dormant = idx.dormant.get(h)
         if existing is None and dormant is not None:
             if self._restore(rc, fi, dormant):
@@ -156,9 +158,9 @@ class Writer:
         strategy = ev.strategy
         if strategy is None or strategy.evolution == "decide":
             similar = idx.dense(
-                fi.vector,
+                _vector(fi),
                 self.s.evolution_top_k,
-                keep=lambda rec: same_scope(rec, ev.level, ev.app_id, ev.session_id),
+                keep=lambda rec: same_scope(rec, _level(ev), ev.app_id, ev.session_id),
             )
             if similar:
                 offered = [
@@ -202,7 +204,7 @@ class Writer:
             tenant_id=ev.tenant_id,
             content=text,
             content_hash=content_hash(text),
-            level=ev.level,
+            level=_level(ev),
             ownership=ev.ownership,
             mem_type=fi.fact.mem_type,
             weight=initial_weight(
@@ -229,7 +231,7 @@ class Writer:
         rec = self._record(fi, text, rc.now, memory_id)
         if not self.admit(rc, rec):
             return
-        vector = fi.vector if text == fi.fact.text.strip() else self._embed(text)
+        vector = _vector(fi) if text == fi.fact.text.strip() else self._embed(text)
         rc.add(rec, vector, "extracted")
         r.added += 1
         r.memory_ids.append(rec.memory_id)
@@ -243,7 +245,7 @@ class Writer:
         if old is None or old.status is not Status.ARCHIVED:
             rc.idx.dormant.pop(content_hash(fi.fact.text.strip()), None)  # stale
             return False
-        if not same_scope(old, ev.level, ev.app_id, ev.session_id):
+        if not same_scope(old, _level(ev), ev.app_id, ev.session_id):
             return False  # another app's or session's: never restored by this writer
         fresh = self._record(fi, old.content, now)
         rec = dataclasses.replace(
@@ -261,7 +263,7 @@ class Writer:
         )
         if not self.admit(rc, rec):
             return True  # refused for capacity: the result says so
-        rc.restore(rec, fi.vector, f"said again (fact {fi.memory_id})")
+        rc.restore(rec, _vector(fi), f"said again (fact {fi.memory_id})")
         r.updated += 1
         r.memory_ids.append(rec.memory_id)
         return True
@@ -285,7 +287,7 @@ class Writer:
                 initial_weight(old.ownership, old.mem_type, self.s, is_important=old.is_important),
             ),
         )
-        vector = fi.vector if text == fi.fact.text.strip() else self._embed(text)
+        vector = _vector(fi) if text == fi.fact.text.strip() else self._embed(text)
         rc.update(old, rec, vector, f"merged with fact {fi.memory_id}", seq=seq)
         rc.result.updated += 1
         rc.result.memory_ids.append(rec.memory_id)
@@ -358,3 +360,13 @@ class Writer:
 
     def _embed(self, text: str) -> np.ndarray:
         return self.rt.embedder.embed([text])[0]
+
+
+def _level(ev: ConversationEvent) -> Level:
+    return cast(Level, ev.level)  # never None: ConversationEvent's validator sets it
+
+
+def _vector(fi: FactItem) -> np.ndarray:
+    if fi.vector is None:  # the embed step gives every fact one
+        raise ValueError(f"fact {fi.memory_id} reached the writer without a vector")
+    return fi.vector
