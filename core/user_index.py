@@ -38,7 +38,6 @@ mutation.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -48,10 +47,12 @@ import numpy as np
 
 from core import record_codec
 from core.calibration import latin_share
+from core.index_views import ByHash, Records, hash_prefix, shared_decode
 from core.lexical import term_counts
 from core.lexical_arrays import PostingArrays, Postings
 from core.settings import Settings
 from core.timeutil import SECONDS_PER_DAY
+from core.vector_rows import quantize, row_bytes, unit
 from core.weights import is_persona
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
@@ -292,7 +293,7 @@ class UserIndex:
         """The ``_FIELD_COLUMNS`` values of a parsed record (app and session coded)."""
         session = vals[_P_SESSION] or None
         return (
-            _hash_prefix(vals[_P_HASH]),
+            hash_prefix(vals[_P_HASH]),
             _BY_VALUE[Level][vals[_P_LEVEL]],
             bool(vals[_P_IMP]),
             self._app_code(vals[_P_APP]),
@@ -480,7 +481,7 @@ class UserIndex:
         n = len(self._ids)
         if n == 0 or limit <= 0:
             return []
-        scores = (self._q[:n].astype(np.float32) @ _unit(query)) * self._inv[:n]
+        scores = (self._q[:n].astype(np.float32) @ unit(query)) * self._inv[:n]
         if rows is None:
             order = np.argsort(-scores, kind="stable").tolist()
         else:  # stable over the kept rows in row order: the same order, filtered
@@ -522,7 +523,7 @@ class UserIndex:
         return out
 
     def cosine(self, query: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
-        q = _unit(query)
+        q = unit(query)
         out = {}
         for m in memory_ids:
             i = self._row.get(m)
@@ -556,101 +557,6 @@ class UserIndex:
             return len(self._apps) - 1
 
 
-class Records(Mapping[str, MemoryRecord]):
-    """``idx.records``: the held records by id, each decoded when looked up (a walk over
-    all of them decodes all of them: ~7 µs a memory)."""
-
-    def __init__(self, idx: UserIndex):
-        self._idx = idx
-
-    def __getitem__(self, memory_id: str) -> MemoryRecord:
-        rec = self._idx.record(memory_id)
-        if rec is None:
-            raise KeyError(memory_id)
-        return rec
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._idx._ids))
-
-    def __len__(self) -> int:
-        return len(self._idx._ids)
-
-    def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self._idx._row
-
-
-class ByHash:
-    """``idx.by_hash.get(content_hash)``: the held memory with exactly that content;
-    ``idx.by_hash.find(content_hash, keep)``: the first one ``keep`` accepts (a scope
-    may hold the same words as another scope: dedup looks only where the writer sees)."""
-
-    def __init__(self, idx: UserIndex):
-        self._idx = idx
-
-    def get(self, content_hash: str, default: str | None = None) -> str | None:
-        return self.find(content_hash, default=default)
-
-    def find(
-        self,
-        content_hash: str,
-        keep: Callable[[MemoryRecord], bool] | None = None,
-        default: str | None = None,
-    ) -> str | None:
-        idx = self._idx
-        n = len(idx._ids)
-        for i in np.flatnonzero(idx._hash[:n] == _hash_prefix(content_hash)):
-            vals = record_codec.parse(idx._blobs[i])
-            if vals[_P_HASH] == content_hash and (
-                keep is None or keep(record_codec.decode(idx._blobs[i]))
-            ):
-                found: str = vals[_P_ID]
-                return found
-        return default
-
-
-@functools.lru_cache(maxsize=4096)
-def shared_decode(blob: bytes) -> MemoryRecord:
-    """``record_codec.decode`` for readers, remembered for the last 4,096 records read: a
-    user's next recalls (sessions, popular users) meet the same candidates again. Keyed
-    by the bytes themselves (their hash is computed once per object), so a changed
-    record, which is new bytes, is never answered from an old entry. ~12 MB at most,
-    outside the cache budget. The records are shared: readers must not change them."""
-    return record_codec.decode(blob)
-
-
-def half(v: np.ndarray) -> np.ndarray:
-    """The unit vector of ``v`` rounded to float16 precision, as float32."""
-    return _unit(v).astype(np.float16).astype(np.float32)
-
-
-def quantize(v: np.ndarray) -> tuple[np.ndarray, float]:
-    """The int8 row of ``v`` (its float16-rounded unit vector over one scale, max |x| →
-    127) and 1 / |row|, the factor that makes its dot product a cosine."""
-    h = half(v)
-    peak = float(np.abs(h).max())
-    if peak == 0.0:
-        return np.zeros(h.shape, dtype=np.int8), 0.0
-    q = np.clip(np.rint(h * (127.0 / peak)), -127, 127).astype(np.int8)
-    norm = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
-    return q, float(np.float32(1.0 / norm))
-
-
-def row_bytes(q: np.ndarray, inv: float) -> bytes:
-    """A quantized row as stored in a snapshot: the int8 values, then 1/|q| as float32."""
-    return q.tobytes() + np.float32(inv).tobytes()
-
-
-def row_from_bytes(data: bytes, dim: int) -> tuple[np.ndarray, float]:
-    """The quantized row of ``row_bytes`` output, or of a float16 row (older snapshots)."""
-    if len(data) == dim + 4:
-        return np.frombuffer(data[:dim], dtype=np.int8).copy(), float(
-            np.frombuffer(data[dim:], dtype=np.float32)[0]
-        )
-    if len(data) == 2 * dim:
-        return quantize(np.frombuffer(data, dtype=np.float16).astype(np.float32))
-    raise ValueError("snapshot row of another dimension")
-
-
 def _move(src: UserIndex, dst: UserIndex, record: MemoryRecord) -> bool:
     """Move ``record``'s row from ``src`` to ``dst`` as ``record``: its int8 row and
     postings as held."""
@@ -667,16 +573,3 @@ def _move(src: UserIndex, dst: UserIndex, record: MemoryRecord) -> bool:
 def _isin(column: np.ndarray, enum: _Coded, members: frozenset[Any]) -> np.ndarray:
     codes = _CODES[enum]
     return np.isin(column, [codes[m] for m in members])
-
-
-def _hash_prefix(content_hash: str) -> int:
-    try:
-        return int(content_hash[:16], 16)
-    except ValueError:  # not hex: any stable 64 bits will do, the full hash confirms
-        return hash(content_hash) & 0xFFFFFFFFFFFFFFFF
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm > 0 else v

@@ -29,9 +29,9 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from core.logs import log_fields
 from schemas.events import TOPIC_CHANGES
 from schemas.tenants import DEFAULT_TENANT, UserKey, check_tenant
+from sinks.change_events import REFRESH_OP
 from sinks.hot_cache import HotCache
 from sinks.kafka import KafkaBus
-from sinks.memory_store import REFRESH_OP
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core import calibration, compression, lexical, user_index
+from core import calibration, compression, index_views, lexical, sameness
 
 
 class _MallInfo2(ctypes.Structure):
@@ -122,7 +122,8 @@ def lru_caches() -> dict[str, dict[str, int | None]]:
         "compression_shape": compression.shape,
         "stem": lexical._stem,
         "term_counts": lexical.term_counts,
-        "shared_decode": user_index.shared_decode,
+        "shared_decode": index_views.shared_decode,
+        "specifics": sameness.specifics,
     }
     return {
         name: {"entries": (info := fn.cache_info()).currsize, "max": info.maxsize}

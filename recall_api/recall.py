@@ -58,13 +58,15 @@ import numpy as np
 
 from core import metrics, record_codec
 from core.calibration import REFERENCE, background, calibration_for, latin_share
+from core.index_views import shared_decode
 from core.ranking import Candidate, Ranked, overfetch_for, rank_with
 from core.scope import RecallPredicate, ScopeError, ScopeRequest, resolve_scope
 from core.settings import Settings
-from core.user_index import Fact, UserIndex, shared_decode
+from core.user_index import Fact, UserIndex
 from core.weights import weight_at_us
 from recall_api.batcher import QueryBatcher
 from recall_api.breaker import CircuitBreaker, Deadline, RecallTimeout
+from recall_api.channels import channels, top_of_both
 from recall_api.cold_records import ColdRecords
 from recall_api.errors import ApiError
 from recall_api.hits import HitPublisher
@@ -299,14 +301,14 @@ class Recaller:
         blobs: dict[str, bytes | None] = {}
         memo: dict[str, MemoryRecord] = {}  # records decode once, when first looked at
         with idx.lock:
-            found = [(idx, *_channels(idx, pred, p.query, qvec, limit, s, memo))]
+            found = [(idx, *channels(idx, pred, p.query, qvec, limit, s, memo))]
             paged = idx.paged
             if paged is not None and len(paged):  # the paged-out ones, by the same predicate
                 now_us = (datetime.now(UTC) - record_codec.EPOCH) // _US
                 wide = dataclasses.replace(pred, statuses=pred.statuses | {Status.ARCHIVED})
                 rows = paged.paged_rows(now_us, s)
-                found.append((paged, *_channels(paged, wide, p.query, qvec, limit, s, memo, rows)))
-                found = _top_of_both(found, limit)
+                found.append((paged, *channels(paged, wide, p.query, qvec, limit, s, memo, rows)))
+                found = top_of_both(found, limit)
             for held, d, lx in found:
                 if qvec is not None and s.recall_fusion == "hybrid":
                     d.update(held.cosine(qvec, [m for m in lx if m not in d]))
@@ -394,61 +396,6 @@ class Recaller:
         ranked = rank_with(cands, p.top_k, s, **extra)
         got = records([r.memory_id for r in ranked])
         return [(got[r.memory_id], r) for r in ranked]
-
-
-Channels = tuple[dict[str, float], dict[str, float]]  # dense and lexical hits
-
-
-def _channels(
-    idx: UserIndex,
-    pred: RecallPredicate,
-    query: str,
-    qvec: np.ndarray | None,
-    limit: int,
-    s: Settings,
-    memo: dict[str, MemoryRecord],
-    among: np.ndarray | None = None,
-) -> Channels:
-    """Under ``idx.lock``: the top ``limit`` of each channel among ``idx``'s rows that
-    ``pred`` (and the mask ``among``) accepts."""
-    # the columns decide scope and validity; only a tag filter or an as-of read leaves
-    # records to test one by one
-    rows, exact = idx.allowed(pred)
-    if among is not None:
-        rows &= among
-        if not rows.any():
-            return {}, {}
-    keep = None if exact else pred.matches
-    dense = {} if qvec is None else dict(idx.dense(qvec, limit, keep=keep, memo=memo, rows=rows))
-    lexical: dict[str, float] = {}
-    if s.recall_fusion != "dense":
-        lexical = dict(idx.lexical(query, limit, keep=keep, memo=memo, rows=rows))
-    return dense, lexical
-
-
-def _channel(f: tuple[UserIndex, dict[str, float], dict[str, float]], k: int) -> dict[str, float]:
-    return f[1] if k == 1 else f[2]
-
-
-def _top_of_both(
-    found: list[tuple[UserIndex, dict[str, float], dict[str, float]]], limit: int
-) -> list[tuple[UserIndex, dict[str, float], dict[str, float]]]:
-    """The ACTIVE and the paged-out hits as one archive: of each channel, the top
-    ``limit`` over both indexes (what one index holding both would give), so ranking
-    meets no more candidates than without paged-out memories."""
-    out = []
-    for k in (1, 2):
-        scored = sorted((v, mid) for f in found for mid, v in _channel(f, k).items())
-        kept = {mid for _, mid in scored[-limit:]}
-        out.append(kept)
-    return [
-        (
-            held,
-            {m: v for m, v in d.items() if m in out[0]},
-            {m: v for m, v in lx.items() if m in out[1]},
-        )
-        for held, d, lx in found
-    ]
 
 
 _create_lock = threading.Lock()

@@ -34,15 +34,14 @@ import numpy as np
 from core.hashing import content_hash
 from core.logs import describe_error
 from core.retry import retrying
-from core.scope import tag_key_text, tag_value_text
-from core.timeutil import epoch_ms
 from core.write_batch import WriteBatch
-from schemas.enums import Level, MemType, OpType, Ownership, Status
+from schemas.enums import Level, MemType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
 from schemas.limits import clip_tags
 from schemas.memory import ChangeRecord, MemoryRecord, tags_json
 from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
 from schemas.tenants import DEFAULT_TENANT
+from sinks.change_events import blind_tags, change_events, milvus_row
 from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable
 from sinks.keyring import KeyRing
@@ -53,12 +52,7 @@ log = logging.getLogger(__name__)
 _HASH_DOMAIN = "content_hash\x1f"  # keeps a content hash's token apart from a tag's
 RECONCILE_KEY = "reconcile:pending"
 _LIVE_ROWS = (str(Status.ACTIVE), str(Status.ARCHIVED))  # rows that must have a vector
-REFRESH_OP = "REFRESH"  # memory.changes op of a weight-only update (no change-log row)
 _SELECT = select_list(MEMORY_COLUMNS)  # times as epoch ms: see sinks.stored_rows
-
-
-def _iso(at: datetime | None) -> str | None:
-    return at.isoformat() if at is not None else None
 
 
 def _untimed(part: str) -> AbstractContextManager:
@@ -217,46 +211,7 @@ class MemoryStore:
         return rows
 
     def _publish(self, batch: WriteBatch) -> None:
-        events: list[dict[str, Any]] = [
-            {
-                "op": str(c.op_type),
-                "memory_id": c.memory_id,
-                "user_id": c.user_id,
-                "tenant_id": c.tenant_id,
-                "scope": {"level": str(c.level), "app_id": c.app_id},
-                "at": c.op_time.isoformat(),
-                "change_id": c.change_id,
-                "task_id": c.task_id or None,
-                "origin": self.origin,
-            }
-            for c in batch.changes
-            if c.op_type is not OpType.NONE
-        ]
-        # A version written with no change row (weight recovery after recall hits) is
-        # no change of content or status: the event carries the new weight fields so a
-        # follower patches its copy in place instead of reloading the user.
-        logged = {c.memory_id for c in batch.changes}
-        events += [
-            {
-                "op": REFRESH_OP,
-                "memory_id": m.memory_id,
-                "user_id": m.user_id,
-                "tenant_id": m.tenant_id,
-                "scope": {"level": str(m.level), "app_id": m.app_id},
-                "at": m.updated_at.isoformat(),
-                "origin": self.origin,
-                "weights": {
-                    "status": str(m.status),
-                    "content_hash": self.stored_hash(m),
-                    "weight": m.weight,
-                    "weight_at": m.weight_at.isoformat(),
-                    "last_recalled_at": _iso(m.last_recalled_at),
-                    "recall_count": m.recall_count,
-                },
-            }
-            for m in batch.memories
-            if m.memory_id not in logged
-        ]
+        events = change_events(batch, self.origin, self.stored_hash)
         topic = self.stores.kafka.topic(TOPIC_CHANGES)
         for event in events:
             try:
@@ -482,37 +437,3 @@ class MemoryStore:
         """``custom_tags`` as stored (sealed JSON; plain JSON in stores before v2)."""
         text = self._plain(user_id, stored or "", tenant)
         return clip_tags(json.loads(text)) if text else {}
-
-
-def blind_tags(keys: KeyRing, user_id: int, tags: dict[str, Any], tenant: str) -> dict[str, str]:
-    """``{token(key): token(key, value)}`` under the user's current data key."""
-    return {
-        keys.blind(user_id, tag_key_text(k), tenant): keys.blind(
-            user_id, tag_value_text(k, v), tenant
-        )
-        for k, v in tags.items()
-    }
-
-
-def milvus_row(
-    m: MemoryRecord, vector: np.ndarray | None, tags: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """A Milvus row; ``tags`` are the blind tokens (``blind_tags``), never the tags."""
-    row: dict[str, Any] = {
-        "memory_id": m.memory_id,
-        "user_id": str(m.user_id),
-        "tenant_id": m.tenant_id,
-        "app_id": m.app_id or "",
-        "session_id": m.session_id or "",
-        "level": str(m.level),
-        "ownership": str(m.ownership),
-        "mem_type": str(m.mem_type),
-        "status": str(m.status),
-        "is_important": m.is_important,
-        "tags": tags or {},
-        "valid_at": epoch_ms(m.valid_at),
-        "invalid_at": epoch_ms(m.invalid_at) if m.invalid_at else 0,
-    }
-    if vector is not None:
-        row["vector"] = np.asarray(vector, dtype=np.float32).tolist()
-    return row

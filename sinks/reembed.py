@@ -26,7 +26,8 @@ from datetime import UTC, datetime
 from core.seams import EmbedderLike
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
-from sinks.memory_store import MemoryStore, milvus_row
+from sinks.change_events import milvus_row
+from sinks.memory_store import MemoryStore
 from sinks.store_model import Checkpoint, ModelIdentity, StoreModel
 
 BATCH = 256

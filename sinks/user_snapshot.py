@@ -63,7 +63,7 @@ from prometheus_client import Counter
 
 from core import record_codec
 from core.lexical import term_counts
-from core.user_index import quantize, row_bytes, row_from_bytes
+from core.vector_rows import quantize, row_bytes, row_from_bytes
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey, scoped

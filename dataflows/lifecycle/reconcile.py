@@ -37,7 +37,8 @@ from dataflows.lifecycle.paging import keyset_pages
 from dataflows.runtime import Runtime
 from schemas.enums import Status
 from schemas.tenants import DEFAULT_TENANT, UserKey
-from sinks.memory_store import RECONCILE_KEY, milvus_row
+from sinks.change_events import milvus_row
+from sinks.memory_store import RECONCILE_KEY
 
 log = logging.getLogger(__name__)
 logging.getLogger("pymilvus.client.iterator.query_iterator").setLevel(logging.ERROR)

@@ -15,16 +15,16 @@ SUPERSEDED memories are history for time travel and are left alone.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 from core.settings import Settings
 from core.timeutil import days_between, require_aware
-from core.weights import initial_weight, memory_weight_now, recover
-from schemas.enums import Ownership, Status
+from core.weights import Weighted, initial_weight, memory_weight_now, recover
+from schemas.enums import Status
 from schemas.memory import MemoryRecord
 
 
@@ -39,23 +39,14 @@ class Action(StrEnum):
         return self in (Action.DECAYED, Action.EXPIRED)
 
 
-class Lifecycled(Protocol):
-    """What the rules read of a memory: a MemoryRecord, or a lean row of a scan."""
+class Lifecycled(Weighted, Protocol):
+    """What the rules read of a memory (a MemoryRecord, or a lean row of a scan): what
+    its decayed weight needs (``core.weights.Weighted``) and its status and dates."""
 
     @property
     def memory_id(self) -> str: ...
     @property
     def status(self) -> Status: ...
-    @property
-    def weight(self) -> float: ...
-    @property
-    def weight_at(self) -> datetime: ...
-    @property
-    def is_important(self) -> bool: ...
-    @property
-    def ownership(self) -> Ownership: ...
-    @property
-    def custom_tags(self) -> Mapping[str, Any]: ...
     @property
     def expire_at(self) -> datetime | None: ...
     @property

@@ -13,7 +13,8 @@ from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import DirectVia, KafkaVia
 from ops.lifecycle_cmd import run_direct
 from schemas.enums import Status
-from sinks.memory_store import RECONCILE_KEY, milvus_row
+from sinks.change_events import milvus_row
+from sinks.memory_store import RECONCILE_KEY
 from tests.helpers.lifecycle import T0, record, seed
 
 pytestmark = pytest.mark.integration

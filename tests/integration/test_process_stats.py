@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from recall_api.errors import install_error_handlers
 from recall_api.routes import admin
-from sinks.memory_store import milvus_row
+from sinks.change_events import milvus_row
 from sinks.milvus import MilvusStore
 from tests.helpers.lifecycle import record
 

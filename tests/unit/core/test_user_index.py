@@ -15,7 +15,8 @@ from core import record_codec
 from core.calibration import latin_share
 from core.hashing import content_hash
 from core.lexical import BM25Index, term_counts
-from core.user_index import UserIndex, half, quantize, row_bytes, row_from_bytes
+from core.user_index import UserIndex
+from core.vector_rows import half, quantize, row_bytes, row_from_bytes
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 

@@ -4,7 +4,7 @@ as it would without paged-out memories."""
 
 from __future__ import annotations
 
-from recall_api.recall import _top_of_both
+from recall_api.channels import top_of_both
 
 
 def test_each_channel_keeps_its_top_over_both_indexes():
@@ -13,7 +13,7 @@ def test_each_channel_keeps_its_top_over_both_indexes():
         (active, {"a1": 0.9, "a2": 0.5, "a3": 0.1}, {"a1": 0.2, "a4": 0.8}),
         (paged, {"p1": 0.7, "p2": 0.3}, {"p3": 0.9, "p4": 0.1}),
     ]
-    out = _top_of_both(found, 3)  # type: ignore[arg-type]
+    out = top_of_both(found, 3)  # type: ignore[arg-type]
     assert [held for held, _, _ in out] == [active, paged]
     (_, d_active, lx_active), (_, d_paged, lx_paged) = out
     assert d_active == {"a1": 0.9, "a2": 0.5} and d_paged == {"p1": 0.7}
@@ -23,4 +23,4 @@ def test_each_channel_keeps_its_top_over_both_indexes():
 
 def test_fewer_hits_than_the_limit_are_all_kept():
     found = [(None, {"a": 0.1}, {}), (None, {"p": 0.2}, {"q": 0.3})]
-    assert _top_of_both(found, 60) == found  # type: ignore[arg-type]
+    assert top_of_both(found, 60) == found  # type: ignore[arg-type]

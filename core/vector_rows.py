@@ -1,0 +1,45 @@
+"""A user index's vector rows: float16-rounded unit vectors stored as int8 over one
+scale (``quantize``), and their bytes in a Redis snapshot (``row_bytes``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def half(v: np.ndarray) -> np.ndarray:
+    """The unit vector of ``v`` rounded to float16 precision, as float32."""
+    return unit(v).astype(np.float16).astype(np.float32)
+
+
+def quantize(v: np.ndarray) -> tuple[np.ndarray, float]:
+    """The int8 row of ``v`` (its float16-rounded unit vector over one scale, max |x| →
+    127) and 1 / |row|, the factor that makes its dot product a cosine."""
+    h = half(v)
+    peak = float(np.abs(h).max())
+    if peak == 0.0:
+        return np.zeros(h.shape, dtype=np.int8), 0.0
+    q = np.clip(np.rint(h * (127.0 / peak)), -127, 127).astype(np.int8)
+    norm = float(np.sqrt(np.dot(q.astype(np.float64), q.astype(np.float64))))
+    return q, float(np.float32(1.0 / norm))
+
+
+def row_bytes(q: np.ndarray, inv: float) -> bytes:
+    """A quantized row as stored in a snapshot: the int8 values, then 1/|q| as float32."""
+    return q.tobytes() + np.float32(inv).tobytes()
+
+
+def row_from_bytes(data: bytes, dim: int) -> tuple[np.ndarray, float]:
+    """The quantized row of ``row_bytes`` output, or of a float16 row (older snapshots)."""
+    if len(data) == dim + 4:
+        return np.frombuffer(data[:dim], dtype=np.int8).copy(), float(
+            np.frombuffer(data[dim:], dtype=np.float32)[0]
+        )
+    if len(data) == 2 * dim:
+        return quantize(np.frombuffer(data, dtype=np.float16).astype(np.float32))
+    raise ValueError("snapshot row of another dimension")
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm > 0 else v
