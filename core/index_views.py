@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from datetime import timedelta
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from core import record_codec
+from core.calibration import latin_share
+from core.weights import is_persona
+from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 
 if TYPE_CHECKING:
     from core.user_index import UserIndex
 
+# the small codes the index's columns hold for each enum member
+CODES = {e: {m: i for i, m in enumerate(e)} for e in (Level, Status, Ownership, MemType)}
+Coded = type[Level] | type[Status] | type[Ownership] | type[MemType]
+_US = timedelta(microseconds=1)
 _P_HASH = record_codec.POS["content_hash"]
 _P_ID = record_codec.POS["memory_id"]
 
@@ -87,3 +95,24 @@ def hash_prefix(content_hash: str) -> int:
         return int(content_hash[:16], 16)
     except ValueError:  # not hex: any stable 64 bits will do, the full hash confirms
         return hash(content_hash) & 0xFFFFFFFFFFFFFFFF
+
+
+class Fact(NamedTuple):
+    """What ranking needs of a memory besides its scores (``core.weights.weight_at_us``
+    and ``Calibration.of_shares``): from the hot cache's columns, or of a record."""
+
+    weight: float
+    weight_at_us: int
+    is_important: bool
+    persona: bool
+    latin: float
+
+    @classmethod
+    def of(cls, m: MemoryRecord) -> Fact:
+        return cls(
+            m.weight,
+            (m.weight_at - record_codec.EPOCH) // _US,
+            m.is_important,
+            is_persona(m.ownership, m.custom_tags),
+            latin_share(m.content),
+        )

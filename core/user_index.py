@@ -6,15 +6,9 @@ contiguous matrix answers in well under a millisecond; this is what both the evo
 step of ingest and the recall tier search. The cache holds hundreds of users, so the
 layout is what a memory costs (issue 13 asked for ≤ 1 KB; ``RECORD_BYTES``):
 
-- **rows**: the unit vector rounded to float16 precision (``half``), then quantized to
-  int8 with one scale per row (``quantize``): 384 bytes for 384 dimensions, against
-  1,536 as float32. The cosine is ``(q · query) / |q|``; against the float16 row it
-  moves by ~3e-4 on average and 1.4e-3 at most (400k pairs of 384-dimension vectors),
-  below any threshold's step. Quantizing is a function of the float16 row,
-  so a user built from the embedder, from the stores or from a Redis snapshot
-  (``sinks.user_snapshot``, which stores these int8 rows) holds the same rows and ranks
-  the same. The matrix is cast to float32 per query (BLAS has no int8 ``gemv``; the
-  cast of 2,000 rows takes ~0.3 ms);
+- **rows**: int8 vectors with one scale per row (``core.vector_rows``: 384 bytes for
+  384 dimensions), cast to float32 per query (BLAS has no int8 ``gemv``; ~0.3 ms for
+  2,000 rows);
 - **records**: each one as its ``core.record_codec`` bytes, decoded when looked at
   (``records[mid]``, ~7 µs); recall decodes only its candidates;
 - **lexical**: ``core.lexical_arrays.PostingArrays``;
@@ -41,17 +35,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 import numpy as np
 
-from core import record_codec
+from core import index_search, record_codec
 from core.calibration import latin_share
-from core.index_views import ByHash, Records, hash_prefix, shared_decode
+from core.index_search import Scoped
+from core.index_views import CODES, ByHash, Fact, Records, hash_prefix, shared_decode
 from core.lexical import term_counts
 from core.lexical_arrays import PostingArrays, Postings
 from core.settings import Settings
-from core.timeutil import SECONDS_PER_DAY
 from core.vector_rows import quantize, row_bytes, unit
 from core.weights import is_persona
 from schemas.enums import Level, MemType, Ownership, Status
@@ -72,9 +66,7 @@ INDEX_BYTES = 2048
 
 _LEVELS = list(Level)
 # column codes of the enums, by member and by the value a parsed record holds
-_Coded = type[Level] | type[Status] | type[Ownership] | type[MemType]
-_CODES = {e: {m: i for i, m in enumerate(e)} for e in (Level, Status, Ownership, MemType)}
-_BY_VALUE = {e: {m.value: i for m, i in codes.items()} for e, codes in _CODES.items()}
+_BY_VALUE = {e: {m.value: i for m, i in codes.items()} for e, codes in CODES.items()}
 _POS = record_codec.POS
 _P_ID, _P_HASH = _POS["memory_id"], _POS["content_hash"]
 _P_LEVEL, _P_APP, _P_SESSION = _POS["level"], _POS["app_id"], _POS["session_id"]
@@ -96,50 +88,6 @@ _FIELD_COLUMNS = (
 
 _US = timedelta(microseconds=1)
 Decoded = dict[str, MemoryRecord]  # a caller's memo: what one read decoded already
-
-
-class Fact(NamedTuple):
-    """What ranking needs of a memory besides its scores (``core.weights.weight_at_us``
-    and ``Calibration.of_shares``): from the hot cache's columns, or of a record."""
-
-    weight: float
-    weight_at_us: int
-    is_important: bool
-    persona: bool
-    latin: float
-
-    @classmethod
-    def of(cls, m: MemoryRecord) -> Fact:
-        return cls(
-            m.weight,
-            (m.weight_at - record_codec.EPOCH) // _US,
-            m.is_important,
-            is_persona(m.ownership, m.custom_tags),
-            latin_share(m.content),
-        )
-
-
-class Scoped(Protocol):
-    """What ``UserIndex.allowed`` reads of a predicate (``core.scope.RecallPredicate``, a
-    frozen dataclass: read-only members)."""
-
-    @property
-    def user_id(self) -> int: ...
-    @property
-    def tenant_id(self) -> str: ...
-    @property
-    def statuses(self) -> frozenset[Status]: ...
-    @property
-    def ownership(self) -> frozenset[Ownership]: ...
-    @property
-    def mem_type(self) -> frozenset[MemType]: ...
-    @property
-    def tags(self) -> tuple[Any, ...]: ...
-    @property
-    def as_of_ms(self) -> int | None: ...
-
-    @property
-    def branches(self) -> tuple[Any, ...]: ...  # (level, app_id, session_id) each
 
 
 class UserIndex:
@@ -338,22 +286,8 @@ class UserIndex:
         return self.paged is not None and _move(self.paged, self, record)
 
     def paged_rows(self, now_us: int, settings: Settings) -> np.ndarray:
-        """The rows ``core.capacity.paged_out`` accepts at ``now_us`` (µs since the
-        epoch), from the columns: ARCHIVED, not expired, decayed weight above the
-        archive threshold (``core.weights.weight_at_us`` over every row at once)."""
-        n = len(self._ids)
-        s = settings
-        alpha = np.where(
-            self._persona[:n],
-            0.0,
-            np.where(self._important[:n], s.decay_alpha_important, s.decay_alpha_normal),
-        )
-        days = np.maximum(now_us - self._weight_at[:n], 0) / 10**6 / SECONDS_PER_DAY
-        w = self._weight[:n] * np.exp(-s.decay_lambda * alpha * days)
-        expire = self._expire[:n]
-        ok = self._status[:n] == _CODES[Status][Status.ARCHIVED]
-        out: np.ndarray = ok & (w > s.archive_threshold) & ((expire == 0) | (expire > now_us))
-        return out
+        """``core.index_search.paged_rows``: the paged-out rows at ``now_us``."""
+        return index_search.paged_rows(self, now_us, settings)
 
     def remove(self, memory_id: str) -> None:
         """Forget the memory, held here or in ``paged``."""
@@ -379,34 +313,8 @@ class UserIndex:
 
     # ------------------------------------------------------------ reads
     def allowed(self, pred: Scoped) -> tuple[np.ndarray, bool]:
-        """The rows ``pred`` accepts by the columns alone (user, tenant, status, scope
-        branches, ownership, type, validity), and whether that is all of ``pred``: when
-        not (tag filters, as-of reads), a caller still tests the records of those rows
-        with ``pred.matches``. The same rules as ``RecallPredicate.matches``; a unit test
-        holds the two equal."""
-        n = len(self._ids)
-        if pred.user_id != self.user_id or pred.tenant_id != self.tenant_id:
-            return np.zeros(n, dtype=np.bool_), True
-        ok = _isin(self._status[:n], Status, pred.statuses)
-        branch = np.zeros(n, dtype=np.bool_)
-        level, app, session = self._level[:n], self._app[:n], self._session[:n]
-        for b in pred.branches:
-            m = level == _CODES[Level][b.level]
-            if b.app_id is not None:
-                code = self._app_index(b.app_id or None)
-                m &= app == code if code >= 0 else False
-            if b.session_id is not None:
-                code = self._sessions.get(b.session_id or None, -1)
-                m &= session == code if code >= 0 else False
-            branch |= m
-        ok &= branch
-        if pred.ownership:
-            ok &= _isin(self._own[:n], Ownership, pred.ownership)
-        if pred.mem_type:
-            ok &= _isin(self._type[:n], MemType, pred.mem_type)
-        if pred.as_of_ms is None:
-            ok &= ~self._invalid[:n]
-        return ok, not pred.tags and pred.as_of_ms is None
+        """``core.index_search.allowed``: the rows ``pred`` accepts by the columns."""
+        return index_search.allowed(self, pred)
 
     def facts(self, memory_ids: Iterable[str]) -> dict[str, Fact]:
         """The ranking facts of the held ones among ``memory_ids``, without decoding."""
@@ -476,26 +384,8 @@ class UserIndex:
         memo: Decoded | None = None,
         rows: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
-        """Top ``limit`` (memory_id, cosine) among the ``rows`` (a mask: ``allowed``)
-        whose records ``keep`` accepts."""
-        n = len(self._ids)
-        if n == 0 or limit <= 0:
-            return []
-        scores = (self._q[:n].astype(np.float32) @ unit(query)) * self._inv[:n]
-        if rows is None:
-            order = np.argsort(-scores, kind="stable").tolist()
-        else:  # stable over the kept rows in row order: the same order, filtered
-            kept = np.flatnonzero(rows)
-            order = kept[np.argsort(-scores[kept], kind="stable")].tolist()
-        out: list[tuple[str, float]] = []
-        memo = {} if memo is None and keep is not None else memo
-        for i in order:
-            mid = self._ids[i]
-            if keep is None or keep(self.record(mid, memo)):  # type: ignore[arg-type]
-                out.append((mid, float(scores[i])))
-                if len(out) == limit:
-                    break
-        return out
+        """``core.index_search.dense``: the top ``limit`` by cosine."""
+        return index_search.dense(self, query, limit, keep, memo, rows)
 
     def lexical(
         self,
@@ -505,22 +395,8 @@ class UserIndex:
         memo: Decoded | None = None,
         rows: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
-        """Top ``limit`` (memory_id, BM25 normalized to [0, 1]) among the ``rows`` (a
-        mask: ``allowed``) whose records ``keep`` accepts."""
-        hit, scores = self._lexical.normalized(query)
-        if rows is not None:
-            inside = rows[hit]
-            hit, scores = hit[inside], scores[inside]
-        out: list[tuple[str, float]] = []
-        memo = {} if memo is None and keep is not None else memo
-        rows = hit.tolist()
-        for j in np.argsort(-scores, kind="stable").tolist():
-            mid = self._ids[rows[j]]
-            if keep is None or keep(self.record(mid, memo)):  # type: ignore[arg-type]
-                out.append((mid, float(scores[j])))
-                if len(out) == limit:
-                    break
-        return out
+        """``core.index_search.lexical``: the top ``limit`` by normalized BM25."""
+        return index_search.lexical(self, query, limit, keep, memo, rows)
 
     def cosine(self, query: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
         q = unit(query)
@@ -568,8 +444,3 @@ def _move(src: UserIndex, dst: UserIndex, record: MemoryRecord) -> bool:
     src.remove(record.memory_id)
     dst.put(record_codec.encode(record), record_codec.values(record), row, postings)
     return True
-
-
-def _isin(column: np.ndarray, enum: _Coded, members: frozenset[Any]) -> np.ndarray:
-    codes = _CODES[enum]
-    return np.isin(column, [codes[m] for m in members])

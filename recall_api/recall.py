@@ -58,11 +58,11 @@ import numpy as np
 
 from core import metrics, record_codec
 from core.calibration import REFERENCE, background, calibration_for, latin_share
-from core.index_views import shared_decode
+from core.index_views import Fact, shared_decode
 from core.ranking import Candidate, Ranked, overfetch_for, rank_with
 from core.scope import RecallPredicate, ScopeError, ScopeRequest, resolve_scope
 from core.settings import Settings
-from core.user_index import Fact, UserIndex
+from core.user_index import UserIndex
 from core.weights import weight_at_us
 from recall_api.batcher import QueryBatcher
 from recall_api.breaker import CircuitBreaker, Deadline, RecallTimeout
