@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _cpu_model() -> str:
+    # /proc/cpuinfo: psutil gives counts and frequencies, not the CPU's model name
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

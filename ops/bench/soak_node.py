@@ -10,11 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 from ops.bench.sampler import cpu_seconds
 
 
 def proc_stats(pid: int) -> dict[str, float]:
+    proc = psutil.Process(pid)
+    # /proc/<pid>/status for the anonymous/file split of RSS: psutil has rss and shared,
+    # not RssAnon/RssFile
     status = dict(
         line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
     )
@@ -23,15 +27,17 @@ def proc_stats(pid: int) -> dict[str, float]:
         "rss_mb": mb["VmRSS"],
         "rss_anon_mb": mb["RssAnon"],  # heaps (Python, malloc, chDB's jemalloc, ONNX)
         "rss_file_mb": mb["RssFile"],  # mapped files: libraries, mmapped parts
-        "open_files": len(os.listdir(f"/proc/{pid}/fd")),
-        "threads": len(os.listdir(f"/proc/{pid}/task")),
+        "open_files": proc.num_fds(),
+        "threads": proc.num_threads(),
         "cpu_s": round(cpu_seconds(pid), 2),
     }
 
 
 def fd_kinds(pid: int, data_dir: Path) -> dict[str, int]:
     """The node's open descriptors by kind: sockets, pipes, anon inodes, and files by
-    their first directory under the data dir (clickhouse, milvus, recovery, ...)."""
+    their first directory under the data dir (clickhouse, milvus, recovery, ...).
+    Reads /proc/<pid>/fd itself: psutil's ``open_files`` lists regular files only, and
+    the kinds need every descriptor's target (sockets, pipes, thread stat files)."""
     kinds: Counter = Counter()
     before = set(os.listdir(f"/proc/{pid}/task"))
     targets = []
