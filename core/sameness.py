@@ -66,7 +66,7 @@ def latin_specific(word: str) -> bool:
 
 def cjk_words(text: str) -> list[tuple[str, str]]:
     """jieba's words of ``text`` with their part-of-speech flags (they concatenate to it)."""
-    return [(pair.word, pair.flag) for pair in _posseg(text)]
+    return list(_posseg(text))
 
 
 def same_specifics(a: str, b: str) -> bool:
@@ -76,8 +76,8 @@ def same_specifics(a: str, b: str) -> bool:
 
 def _cjk_specifics(text: str) -> set[str]:
     out: set[str] = set()
-    for pair in _posseg(text):
-        word, flag = pair.word.strip(), pair.flag
+    for word, flag in _posseg(text):
+        word = word.strip()
         if not word or word in STOPWORDS or word in _CJK_DEICTIC or not _HAN.search(word):
             continue  # Latin words were taken above
         if flag.startswith(_CJK_FLAGS):
@@ -85,7 +85,10 @@ def _cjk_specifics(text: str) -> set[str]:
     return out
 
 
-def _posseg(text: str) -> list[Any]:
+@functools.lru_cache(
+    maxsize=1 << 14
+)  # a text is tagged once: dedup, decide and compression all ask
+def _posseg(text: str) -> tuple[tuple[str, str], ...]:
     global _ready
     import jieba
     import jieba.posseg
@@ -96,5 +99,5 @@ def _posseg(text: str) -> list[Any]:
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
                 _ready = True
-    out: list[Any] = jieba.posseg.lcut(text)  # jieba ships no types: pairs (word, flag)
-    return out
+    pairs: list[Any] = jieba.posseg.lcut(text)  # jieba ships no types: pairs (word, flag)
+    return tuple((p.word, p.flag) for p in pairs)

@@ -124,6 +124,7 @@ def lru_caches() -> dict[str, dict[str, int | None]]:
         "term_counts": lexical.term_counts,
         "shared_decode": index_views.shared_decode,
         "specifics": sameness.specifics,
+        "posseg": sameness._posseg,
     }
     return {
         name: {"entries": (info := fn.cache_info()).currsize, "max": info.maxsize}
