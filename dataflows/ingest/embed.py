@@ -12,15 +12,12 @@ writer that finds the duplicate gone meanwhile still has one (~10 % of RealMem's
 
 from __future__ import annotations
 
-from typing import cast
-
 from core import metrics
 from core.hashing import content_hash
 from core.seams import EmbedderLike
 from core.user_index import UserIndex
 from dataflows.ingest.items import Extracted, FactItem
-from dataflows.ingest.writer import duplicate_scope
-from schemas.enums import Level
+from dataflows.ingest.writer import exact_duplicate
 from schemas.tenants import UserKey
 from sinks.hot_cache import HotCache
 
@@ -47,12 +44,9 @@ def _not_held(idx: UserIndex | None, facts: list[FactItem]) -> list[FactItem]:
     out = []
     with idx.lock:
         for f in facts:
-            ev = f.incoming.event
             held = f.memory_id if f.memory_id in idx else None
             if held is None:
-                level = cast(Level, ev.level)  # set by ConversationEvent's validator
-                scope = duplicate_scope(level, ev.app_id, ev.session_id)
-                held = idx.by_hash.find(content_hash(f.fact.text.strip()), scope)
+                held = exact_duplicate(idx, f, content_hash(f.fact.text.strip()))
             vector = None if held is None else idx.vector(held)
             if vector is None:
                 out.append(f)

@@ -71,6 +71,12 @@ def same_scope(rec: MemoryRecord, level: Level, app_id: str | None, session_id: 
     return level is not Level.SESSION or rec.session_id == session_id
 
 
+def exact_duplicate(idx: UserIndex, fi: FactItem, text_hash: str) -> str | None:
+    """The held memory the writer skips ``fi`` for: the same words where it dedups."""
+    ev = fi.incoming.event
+    return idx.by_hash.find(text_hash, duplicate_scope(_level(ev), ev.app_id, ev.session_id))
+
+
 def duplicate_scope(
     level: Level, app_id: str | None, session_id: str | None
 ) -> Callable[[MemoryRecord], bool]:
@@ -144,7 +150,7 @@ class Writer:
         if fi.memory_id in idx:
             _replayed(r, fi.memory_id)
             return
-        existing = idx.by_hash.find(h, duplicate_scope(_level(ev), ev.app_id, ev.session_id))
+        existing = exact_duplicate(idx, fi, h)
         dormant = idx.dormant.get(h)
         if existing is None and dormant is not None:
             if self._restore(rc, fi, dormant):
