@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 from cachetools import LRUCache
 
 from models.errors import MalformedOutput
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class QueryCache:
@@ -54,10 +59,20 @@ class Embedder(ABC):
     passage_prefix = ""
     query_prefix = ""
 
-    def __init__(self, *, dim: int, batch_size: int = 64, cache_size: int = 0) -> None:
+    def __init__(
+        self, *, dim: int, batch_size: int = 64, cache_size: int = 0, lanes: int = 1
+    ) -> None:
         self._dim = dim
         self.batch_size = max(1, batch_size)
         self._cache = QueryCache(cache_size) if cache_size > 0 else None
+        # Parts of one batch that run at once, each on its own thread (``in_lanes``: for a
+        # provider whose model runs release the GIL; see E5Embedder for why).
+        self.lanes = max(1, lanes)
+        self._lanes = (
+            ThreadPoolExecutor(self.lanes, thread_name_prefix="memstream-lane")
+            if self.lanes > 1
+            else None
+        )
 
     @property
     def query_cache(self) -> QueryCache | None:
@@ -96,6 +111,13 @@ class Embedder(ABC):
             out[idx] = self._checked(self._embed_batch([texts[i] for i in idx]), len(idx))
         return out
 
+    def in_lanes(self, fn: Callable[[T], R], parts: Sequence[T]) -> list[R]:
+        """``fn`` of each part, in order; parts run at once on the lanes' threads, the
+        first parts first (give the biggest first: the lanes then end together)."""
+        if self._lanes is None or len(parts) < 2:
+            return [fn(p) for p in parts]
+        return list(self._lanes.map(fn, parts))  # raises the first part's error
+
     def embed_query(self, text: str) -> np.ndarray:
         """One question's vector, shape (dim,), from the LRU cache when the text was seen."""
         if self._cache is None:
@@ -107,8 +129,9 @@ class Embedder(ABC):
         return vec.copy()  # a caller may write on its vector; the cached one is shared
 
     def close(self) -> None:
-        """Release clients or memory held by the provider (no-op by default)."""
-        return None
+        """Release clients or memory held by the provider (the lanes' threads here)."""
+        if self._lanes is not None:
+            self._lanes.shutdown(wait=False)
 
     def _checked(self, raw: np.ndarray, n: int) -> np.ndarray:
         arr = np.asarray(raw, dtype=np.float32)

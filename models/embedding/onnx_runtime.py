@@ -147,6 +147,15 @@ def make_session(graph: bytes | str, *, threads: int, disabled: tuple[str, ...] 
     )
 
 
+def physical_cores() -> int:
+    """The physical cores this process may run on (ONNX Runtime's own default count)."""
+    import psutil
+
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    physical = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    return max(1, min(physical, usable or physical))
+
+
 def cosines(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """Row-wise cosine of two (n, dim) matrices."""
     got, want = np.asarray(got, np.float32), np.asarray(want, np.float32)

@@ -183,3 +183,29 @@ def test_accepted_names_and_config_errors(tmp_path):
         E5Embedder(dim=768)
     with pytest.raises(ModelConfigError, match="weights"):
         E5Embedder(weights="int4")
+
+
+def test_lanes_run_a_batch_at_once_with_the_same_vectors(tmp_path, monkeypatch):
+    import threading
+
+    from models.embedding import e5 as e5_module
+
+    one = E5Embedder(threads=1, cache_dir=tmp_path)
+    two = E5Embedder(threads=2, cache_dir=tmp_path)  # the cached graph: no second build
+    assert (one.lanes, two.lanes) == (1, 2)
+    texts = SAMPLE + TRICKY + ["a long one that needs two windows " * 120]
+    threads, widths = set(), []
+    run = E5Embedder._run
+
+    def spy(self, session, rows):
+        threads.add(threading.current_thread().name)
+        widths.append((len(rows), max(len(r) for r in rows)))
+        return run(self, session, rows)
+
+    monkeypatch.setattr(E5Embedder, "_run", spy)
+    got = two.embed(texts)
+    assert len({t for t in threads if t.startswith("memstream-lane")}) == 2  # both lanes ran
+    # each call holds at most TOKEN_BUDGET tokens (or one window): activations stay small
+    assert all(n == 1 or n * w <= e5_module.TOKEN_BUDGET for n, w in widths)
+    # int8 activations are quantized per call: other calls move a vector a little
+    assert _cos(got, one.embed(texts)).min() >= 0.995
