@@ -57,14 +57,21 @@ class SealedItem:
     # the add tasks inside, in clear (ids, no words): a value that no longer opens (the
     # user was purged meanwhile) still ends its tasks ``failed`` (``dropped_tasks``)
     task_ids: tuple[str, ...] = ()
+    weight: int = 1  # how much work is inside (the embed step's facts), a count in clear
 
     @classmethod
     def seal(
-        cls, keys: KeyRing, user_id: int, value: object, tenant: str, task_ids: Iterable[str] = ()
+        cls,
+        keys: KeyRing,
+        user_id: int,
+        value: object,
+        tenant: str,
+        task_ids: Iterable[str] = (),
+        weight: int = 1,
     ) -> Self:
         raw = base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         blob = keys.encrypt(user_id, raw.decode("ascii"), tenant)
-        return cls(user_id, blob, tenant, tuple(task_ids))
+        return cls(user_id, blob, tenant, tuple(task_ids), weight)
 
     def dropped_tasks(self) -> list[TaskResult]:
         """The tasks inside, failed: the user was purged before their turns were stored."""
