@@ -66,13 +66,15 @@ class Embedder(ABC):
         self.batch_size = max(1, batch_size)
         self._cache = QueryCache(cache_size) if cache_size > 0 else None
         # Parts of one batch that run at once, each on its own thread (``in_lanes``: for a
-        # provider whose model runs release the GIL; see E5Embedder for why).
+        # provider whose model runs release the GIL; see E5Embedder for why). Stored texts
+        # only: a recall question never queues behind the ingest flow's parts on a lane.
         self.lanes = max(1, lanes)
         self._lanes = (
             ThreadPoolExecutor(self.lanes, thread_name_prefix="memstream-lane")
             if self.lanes > 1
             else None
         )
+        self._solo = threading.local()  # set while this thread embeds questions
 
     @property
     def query_cache(self) -> QueryCache | None:
@@ -99,7 +101,11 @@ class Embedder(ABC):
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of recall questions, as ``embed`` (the query form of the model)."""
-        return self._embed_all([self.query_prefix + t for t in texts])
+        self._solo.on = True
+        try:
+            return self._embed_all([self.query_prefix + t for t in texts])
+        finally:
+            self._solo.on = False
 
     def _embed_all(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
@@ -111,10 +117,15 @@ class Embedder(ABC):
             out[idx] = self._checked(self._embed_batch([texts[i] for i in idx]), len(idx))
         return out
 
+    def lanes_now(self) -> int:
+        """The lanes this thread's call may use: 1 while it embeds questions."""
+        return 1 if self._lanes is None or getattr(self._solo, "on", False) else self.lanes
+
     def in_lanes(self, fn: Callable[[T], R], parts: Sequence[T]) -> list[R]:
         """``fn`` of each part, in order; parts run at once on the lanes' threads, the
-        first parts first (give the biggest first: the lanes then end together)."""
-        if self._lanes is None or len(parts) < 2:
+        first parts first (give the biggest first: the lanes then end together), or all
+        on the caller's thread when ``lanes_now`` is 1."""
+        if self._lanes is None or len(parts) < 2 or self.lanes_now() == 1:
             return [fn(p) for p in parts]
         return list(self._lanes.map(fn, parts))  # raises the first part's error
 

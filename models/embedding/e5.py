@@ -190,7 +190,8 @@ class E5Embedder(Embedder):
         rows, owner, weight = window_rows(self._tok.content_ids(texts), self._width, f.bos, f.eos)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]), reverse=True)
         runs: list[list[int]] = []
-        spread = -(-len(rows) // (2 * self.lanes))  # at least two calls a lane, to even them
+        lanes = self.lanes_now()  # at least two calls a lane, to even them out
+        spread = -(-len(rows) // (2 * lanes)) if lanes > 1 else len(rows)
         start = 0
         while start < len(order):
             take = max(1, min(TOKEN_BUDGET // len(rows[order[start]]), spread))

@@ -209,3 +209,21 @@ def test_lanes_run_a_batch_at_once_with_the_same_vectors(tmp_path, monkeypatch):
     assert all(n == 1 or n * w <= e5_module.TOKEN_BUDGET for n, w in widths)
     # int8 activations are quantized per call: other calls move a vector a little
     assert _cos(got, one.embed(texts)).min() >= 0.995
+
+
+def test_questions_never_wait_on_a_lane(tmp_path, monkeypatch):
+    import threading
+
+    two = E5Embedder(threads=2, cache_dir=tmp_path)
+    threads = set()
+    run = E5Embedder._run
+
+    def spy(self, session, rows):
+        threads.add(threading.current_thread().name)
+        return run(self, session, rows)
+
+    monkeypatch.setattr(E5Embedder, "_run", spy)
+    two.embed_queries(SAMPLE + TRICKY)  # the recall batcher's call: on its own thread only
+    assert threads == {threading.current_thread().name}
+    two.embed(SAMPLE + TRICKY)  # stored texts: on the lanes
+    assert any(t.startswith("memstream-lane") for t in threads)
