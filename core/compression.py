@@ -46,7 +46,7 @@ _TOKENS = re.compile(
     r"|(?P<sep>[,、，])"
 )
 _CONNECTORS = frozenset({",", "、", "，", "and", "和", "及", "与"})
-_NOT_FRAME_WORDS = STOPWORDS | _CONNECTORS | _SUBJECTS
+_NOT_FRAME_WORDS = STOPWORDS | _CONNECTORS | _SUBJECTS  # once, not per word of a frame
 _CJK_VALUE_FLAGS = ("nr", "ns", "nt", "nz", "m", "t")
 # A bare quantity (3, 2019, 3pm, 10km, 5.5, 12:30): "has 3 kids" / "has 4 kids" is a
 # change of state, and "has 3 and 4 kids" would misstate both; full dates and names list.
@@ -175,7 +175,7 @@ def _frames(text: str, tokens: list[Token]) -> dict[FrameKey, tuple[int, int]]:
             continue  # counts, years, times: another value is a changed state, not a list
         prefix = tuple(t.norm for t in tokens[:start])
         suffix = tuple(t.norm for t in tokens[last + 1 :])
-        words = [w for w in prefix + suffix if w not in STOPWORDS | _CONNECTORS | _SUBJECTS]
+        words = [w for w in prefix + suffix if w not in _NOT_FRAME_WORDS]
         if len(words) >= MIN_FRAME_WORDS:
             out[(prefix, suffix)] = (tokens[start].start, tokens[last].end)
     return out
