@@ -231,8 +231,9 @@ def build_flow(
             return [b for batch in batches for b in alone(batch)]
 
         todo = guarded("embed", lambda: prepare(rt.cache, batches), lambda _: None)
-        if todo is None:
-            return Flight(None, lambda _: one_by_one(""))
+        if todo is None:  # found here, on the worker; it leaves in its turn
+            found = one_by_one("")
+            return Flight(lambda: found, lambda result: result(), lane)
         return Flight(
             partial(todo.model, rt.embedder),
             lambda vectors: guarded("embed", lambda: todo.done(vectors()), one_by_one),

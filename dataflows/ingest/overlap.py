@@ -55,29 +55,24 @@ def model_thread(lane: str) -> ThreadPoolExecutor:
 
 class Flight(Generic[T]):
     """A collected list whose model ``call`` runs on ``lane``'s thread; ``take`` gives the
-    step's output, ``finish(result)`` where ``result()`` is the call's (or raises its
-    error). Without a call, ``finish`` gets a ``result`` that raises."""
+    step's output: ``finish(result)``, where ``result()`` is the call's (or raises its
+    error)."""
 
     def __init__(
         self,
-        call: Callable[[], T] | None,
+        call: Callable[[], T],
         finish: Callable[[Callable[[], T]], list],
         lane: str = "model",
     ) -> None:
-        self._future: Future[T] | None = model_thread(lane).submit(call) if call else None
+        self._future: Future[T] = model_thread(lane).submit(call)
         self._finish = finish
 
     def ready(self) -> bool:
-        return self._future is None or self._future.done()
+        return self._future.done()
 
     def take(self) -> list:
         """The step's output (waits for the call)."""
-        future = self._future
-        return self._finish(future.result if future is not None else _no_call)
-
-
-def _no_call() -> Any:
-    raise AssertionError("a flight without a model call has no result")
+        return self._finish(self._future.result)
 
 
 def now() -> datetime:
