@@ -133,3 +133,47 @@ def test_a_key_that_is_no_user_id_goes_to_the_dlq_and_others_keep_flowing(
     assert len(found) == 4
     for m in found:
         assert "the key must be the user_id" in dict(m.headers())["error"].decode()
+
+
+class PoisonEmbedder:
+    """The runtime's embedder, except that a text with ``marker`` breaks the model call
+    (a ValueError of the data, raised on the embed step's model thread)."""
+
+    def __init__(self, inner, marker: str) -> None:
+        self.inner, self.marker = inner, marker
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def embed(self, texts):
+        if any(self.marker in t for t in texts):
+            raise ValueError("a text the model cannot take")
+        return self.inner.embed(texts)
+
+
+def test_a_batch_that_breaks_the_model_call_fails_alone(runtime, ingest, servers, monkeypatch):
+    base = 9_320_000_000 + int(uuid.uuid4().int % 1_000_000) * 10
+    marker = uuid.uuid4().hex
+    monkeypatch.setattr(runtime, "embedder", PoisonEmbedder(runtime.embedder, f"e{marker}"))
+    producer = Producer({"bootstrap.servers": servers.kafka_bootstrap})
+    sent = {
+        f"bad-{marker}": (base, f"I collect old stamps e{marker}"),
+        f"ok1-{marker}": (base + 1, "I live in Faro with my brother."),
+        f"ok2-{marker}": (base + 2, "I play the cello every Sunday."),
+    }
+    for task_id, (user_id, content) in sent.items():  # one flush: one shared model call
+        producer.produce(
+            "memory.conversations",
+            key=str(user_id).encode(),
+            value=_event(user_id, task_id, content),
+        )
+    assert producer.flush(20) == 0
+
+    bad = _final(runtime, f"bad-{marker}", "failed")
+    assert bad["reason"].startswith("embed failed on this input: ValueError"), bad
+    for task_id in (f"ok1-{marker}", f"ok2-{marker}"):
+        assert _final(runtime, task_id, "done")["counts"]["added"] >= 1
+    found = _dlq_messages(servers.kafka_bootstrap, marker.encode(), expected=1)
+    assert [dict(m.headers())["error"].decode()[:26] for m in found] == [
+        "embed failed on this input"
+    ]
