@@ -350,6 +350,18 @@ class UserIndex:
         rec = memo[memory_id] = shared_decode(self._blobs[i])
         return rec
 
+    def scope_counts(self) -> dict[tuple[Level, str | None, bool], int]:
+        """How many held memories each (level, app_id, is_important) has: :meth:`scopes`
+        counted in numpy (the writer's capacity counters, once per batch)."""
+        n = len(self._ids)
+        code = (self._app[:n].astype(np.int64) * len(_LEVELS) + self._level[:n]) * 2
+        keys, counts = np.unique(code + self._important[:n], return_counts=True)
+        apps, out = self._apps, {}
+        for key, count in zip(keys.tolist(), counts.tolist(), strict=True):
+            app, rest = divmod(key // 2, len(_LEVELS))
+            out[(_LEVELS[rest], apps[app], bool(key % 2))] = count
+        return out
+
     def scopes(self) -> Iterator[tuple[Level, str | None, bool]]:
         """(level, app_id, is_important) of every held memory, without decoding."""
         apps = self._apps

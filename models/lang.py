@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, date, datetime
 
@@ -22,6 +23,7 @@ def dominant_language(texts: list[str]) -> str:
     return "zh" if cjk and cjk >= latin / 4 else "en"
 
 
+@functools.lru_cache(maxsize=1 << 14)  # evolution compares each offered memory's text again
 def normalize(text: str) -> str:
     """Trim, lowercase, collapse spaces: the form content hashes are computed on (§7)."""
     return _SPACES.sub(" ", text.strip().lower())

@@ -60,8 +60,8 @@ log = logging.getLogger(__name__)
 def counters_of(idx: UserIndex) -> Counters:
     """Capacity counters of the user's ACTIVE memories, from the hot index (no store query)."""
     counters = Counters()
-    for level, app_id, important in idx.scopes():
-        counters.apply(delta_for(level, app_id, important))
+    for (level, app_id, important), n in idx.scope_counts().items():
+        counters.apply(delta_for(level, app_id, important, sign=n))
     return counters
 
 

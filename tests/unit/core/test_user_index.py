@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -149,6 +150,11 @@ def test_scopes_and_encoded_need_no_decoding():
     idx, _ = build()
     scopes = list(idx.scopes())
     assert scopes == [(r.level, r.app_id, r.is_important) for r in idx.records.values()]
+    idx.upsert(rec(90, "Works at a third app", app_id="a2", level=Level.APP), np.ones(DIM))
+    idx.upsert(rec(91, "A session note", level=Level.SESSION, session_id="s1"), np.ones(DIM))
+    assert idx.scope_counts() == Counter(idx.scopes())
+    assert len(idx.scope_counts()) == 5  # global, a1, a1 important, a2, session
+    assert UserIndex(8, DIM).scope_counts() == {}
     held = idx.encoded()
     assert [record_codec.decode(b) for b, _ in held] == list(idx.records.values())
     assert all(len(row) == DIM + 4 for _, row in held)
