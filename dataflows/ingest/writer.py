@@ -39,7 +39,7 @@ from core.capacity import (
 )
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
-from core.user_index import UserIndex
+from core.user_index import Decoded, UserIndex
 from core.weights import initial_weight, memory_weight_now
 from core.write_batch import WriteBatch
 from dataflows.ingest.consolidate import make_room
@@ -163,16 +163,18 @@ class Writer:
         decisions = [Decision(op=OpType.ADD, text=text)]
         strategy = ev.strategy
         if strategy is None or strategy.evolution == "decide":
+            seen: Decoded = {}  # what the search decoded for ``keep``: read-only records
             similar = idx.dense(
                 _vector(fi),
                 self.s.evolution_top_k,
                 keep=lambda rec: same_scope(rec, _level(ev), ev.app_id, ev.session_id),
+                memo=seen,
             )
             if similar:
                 offered = [
                     Similar(mid, rec.content, score, merged=len(rec.msg_ids) > 1)
                     for mid, score in similar
-                    for rec in (idx.records[mid],)
+                    for rec in (seen.get(mid) or idx.records[mid],)
                 ]
                 res = decide_or_degrade(self.rt.llm, fi.fact, offered)
                 decisions = res.decisions
