@@ -26,6 +26,7 @@ import threading
 import unicodedata
 from typing import Any
 
+from core import posseg_viterbi
 from core.lexical import STOPWORDS
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -103,6 +104,8 @@ def _posseg(text: str) -> tuple[tuple[str, str], ...]:
             if not _ready:
                 jieba.setLogLevel(logging.WARNING)
                 jieba.initialize()
+                # the same tags, ~3x faster (core.posseg_viterbi says why it is ours)
+                jieba.posseg.viterbi = posseg_viterbi.viterbi
                 _ready = True
     pairs: list[Any] = jieba.posseg.lcut(text)  # jieba ships no types: pairs (word, flag)
     return tuple((p.word, p.flag) for p in pairs)
