@@ -18,7 +18,7 @@ merges free ``need`` slots. Ties go by index, so the same inputs give the same m
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from core.compression import merged_text, shape
@@ -41,6 +41,19 @@ def candidates(texts: Sequence[str]) -> list[list[int]]:
             keyed[("frame", key)].append(n)
     unique = {tuple(v) for v in keyed.values() if len(v) > 1}
     return sorted((list(v) for v in unique), key=lambda v: (v[0], len(v)))
+
+
+def any_candidates(texts: Iterable[str]) -> bool:
+    """Whether two of ``texts`` share a duplicate or a frame key: when none do, no subset
+    of them has a :func:`candidates` group, and a plan over them merges nothing."""
+    seen: set[tuple[object, ...]] = set()
+    for text in texts:
+        s = shape(text)
+        for key in (("same", s.same_key), *(("frame", k) for k in s.frames)):
+            if key in seen:
+                return True
+            seen.add(key)
+    return False
 
 
 def choose(

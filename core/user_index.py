@@ -350,6 +350,10 @@ class UserIndex:
         rec = memo[memory_id] = shared_decode(self._blobs[i])
         return rec
 
+    def contents(self) -> list[str]:
+        """Every held memory's text, in row order, without building a record."""
+        return [record_codec.parse(blob)[_P_CONTENT] for blob in self._blobs]
+
     def scope_counts(self) -> dict[tuple[Level, str | None, bool], int]:
         """How many held memories each (level, app_id, is_important) has: :meth:`scopes`
         counted in numpy (the writer's capacity counters, once per batch)."""

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.capacity import Counters
+from core.clustering import any_candidates
 from core.compression import merged_text
 from core.consolidation import (
     admission_needs,
@@ -258,3 +259,22 @@ def test_a_merged_memory_brings_its_sources_to_the_cluster_bound():
     clusters = plan([big, *pair], {"app:chat": 2})  # 32 by default: the list grows
     assert members(clusters) == [{big.memory_id, *(p.memory_id for p in pair)}]
     assert clusters[0].text.startswith("I visited Zorvath001, Zorvath002, Zorvath003, Zorvath004")
+
+
+def test_texts_sharing_no_key_plan_nothing_so_planning_is_skipped():
+    ramen = ["I love spicy ramen", "i love spicy ramen!"]
+    towns = [town(k).content for k in range(1, 4)]
+    assert not any_candidates(UNRELATED) and not any_candidates(UNRELATED[:1])
+    assert any_candidates([*UNRELATED, *ramen]) and any_candidates(towns[:2])
+    rng = random.Random(5)
+    pool = [*UNRELATED, *towns, *ramen]
+    skipped = 0
+    for _ in range(60):
+        texts = rng.sample(pool, rng.randint(2, len(pool)))
+        clusters = plan([mem(t) for t in texts], {"app:chat": len(texts)})
+        if not any_candidates(texts):
+            skipped += 1
+            assert clusters == []
+        else:
+            assert clusters  # here every shared key merges
+    assert 0 < skipped < 60

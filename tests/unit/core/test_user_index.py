@@ -146,10 +146,11 @@ def test_lexical_scores_are_bm25_index_scores(query):
     assert dict(idx.lexical(query, 100)) == pytest.approx(ref.normalized(query), rel=1e-9)
 
 
-def test_scopes_and_encoded_need_no_decoding():
+def test_scopes_contents_and_encoded_need_no_decoding():
     idx, _ = build()
     scopes = list(idx.scopes())
     assert scopes == [(r.level, r.app_id, r.is_important) for r in idx.records.values()]
+    assert idx.contents() == [r.content for r in idx.records.values()]
     idx.upsert(rec(90, "Works at a third app", app_id="a2", level=Level.APP), np.ones(DIM))
     idx.upsert(rec(91, "A session note", level=Level.SESSION, session_id="s1"), np.ones(DIM))
     assert idx.scope_counts() == Counter(idx.scopes())
