@@ -34,20 +34,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from core import index_search, record_codec
 from core.calibration import latin_share
+from core.capacity import EvictionCandidate
 from core.index_search import Scoped
 from core.index_views import CODES, ByHash, Fact, Records, hash_prefix, shared_decode
 from core.lexical import term_counts
 from core.lexical_arrays import PostingArrays, Postings
 from core.settings import Settings
 from core.vector_rows import quantize, row_bytes, unit
-from core.weights import is_persona
+from core.weights import is_persona, weight_at_us
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT
@@ -74,7 +75,7 @@ _P_IMP, _P_CONTENT = _POS["is_important"], _POS["content"]
 _P_STATUS, _P_OWN, _P_TYPE = _POS["status"], _POS["ownership"], _POS["mem_type"]
 _P_WEIGHT, _P_WEIGHT_AT = _POS["weight"], _POS["weight_at"]
 _P_INVALID, _P_TAGS = _POS["invalid_at"], _POS["custom_tags"]
-_P_EXPIRE = _POS["expire_at"]
+_P_EXPIRE, _P_RECALLED = _POS["expire_at"], _POS["last_recalled_at"]
 # the per-row columns besides the matrix, moved together when a row is removed
 _COLUMNS = (
     "_inv", "_hash", "_level", "_important", "_app", "_session", "_status", "_own", "_type",
@@ -349,6 +350,25 @@ class UserIndex:
             return record_codec.decode(self._blobs[i])
         rec = memo[memory_id] = shared_decode(self._blobs[i])
         return rec
+
+    def eviction_candidates(self, now: datetime, settings: Settings) -> Iterator[EvictionCandidate]:
+        """Every held memory as a capacity ``EvictionCandidate``, without building records:
+        its weight now from the columns (``weight_at_us``, the same number as
+        ``memory_weight_now`` of the record), its last recall read from its bytes."""
+        now_us = (now - record_codec.EPOCH) // _US
+        n = len(self._ids)
+        w0, anchor = self._weight[:n].tolist(), self._weight_at[:n].tolist()
+        level, app = self._level[:n].tolist(), self._app[:n].tolist()
+        important, persona = self._important[:n].tolist(), self._persona[:n].tolist()
+        for i, mid in enumerate(self._ids):
+            weight = weight_at_us(
+                w0[i], anchor[i], now_us, settings, is_important=important[i], persona=persona[i]
+            )
+            recalled = record_codec.parse(self._blobs[i])[_P_RECALLED]
+            at = None if recalled is None else record_codec.EPOCH + recalled * _US
+            yield EvictionCandidate(
+                mid, _LEVELS[level[i]], self._apps[app[i]], weight, at, important[i]
+            )
 
     def contents(self) -> list[str]:
         """Every held memory's text, in row order, without building a record."""

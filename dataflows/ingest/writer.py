@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time
 from typing import cast
 
@@ -32,7 +32,6 @@ import numpy as np
 from core import metrics
 from core.capacity import (
     Counters,
-    EvictionCandidate,
     delta_for,
     paged_out,
     plan_admission,
@@ -40,7 +39,7 @@ from core.capacity import (
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from core.user_index import Decoded, UserIndex
-from core.weights import initial_weight, memory_weight_now
+from core.weights import initial_weight
 from core.write_batch import WriteBatch
 from dataflows.ingest.consolidate import make_room
 from dataflows.ingest.items import Applied, Extracted, FactItem
@@ -329,17 +328,10 @@ class Writer:
         make_room(self.rt, rc, rec)  # consolidate a full scope first
         settings = self.s.for_app(rec.app_id)
 
-        def candidates() -> Iterator[EvictionCandidate]:
-            # a generator function, so the records are decoded only when a dimension is
-            # full (a generator expression over list(...) decoded all of them per add:
-            # 61 % of the write step with the capacity lifted, bench ingest --dataset)
-            for m in idx.records.values():
-                weight = memory_weight_now(m, now, settings)
-                yield EvictionCandidate(
-                    m.memory_id, m.level, m.app_id, weight, m.last_recalled_at, m.is_important
-                )
-
-        plan = plan_admission(counters, rec.level, rec.app_id, candidates(), settings)
+        # a generator, read only when a dimension is full (a list of every decoded record
+        # per add was 61 % of the write step with the capacity lifted, bench ingest --dataset)
+        candidates = idx.eviction_candidates(now, settings)
+        plan = plan_admission(counters, rec.level, rec.app_id, candidates, settings)
         if not plan.allowed:
             r.failed, r.code = True, int(ErrorCode.CAPACITY_FULL)
             r.reason = f"capacity full after eviction ({', '.join(plan.blocked_by)})"

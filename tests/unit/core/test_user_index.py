@@ -300,3 +300,33 @@ def test_allowed_by_the_columns_is_the_predicate_record_by_record():
             assert idx.lexical(text, 20, rows=mask) == idx.lexical(text, 20, keep=pred.matches)
             hits += bool(want.count(True))
     assert hits > 40  # not a vacuous walk: ~70 of the ~180 exact predicates match something
+
+
+def test_eviction_candidates_are_the_records_own_without_decoding():
+    from core.capacity import EvictionCandidate
+    from core.settings import Settings
+    from core.weights import memory_weight_now
+
+    idx, _ = build()
+    persona = rec(
+        80, "Speaks as a pirate", ownership=Ownership.AGENT, custom_tags={"persona": "true"}
+    )
+    old = rec(81, "An old one", weight_at=NOW - timedelta(days=40, microseconds=7), weight=0.37)
+    for r in (persona, old):
+        idx.upsert(r, np.ones(DIM))
+    settings = Settings.model_construct()
+    for now in (NOW, NOW + timedelta(days=3, seconds=5, microseconds=11)):
+        want = [
+            EvictionCandidate(
+                m.memory_id,
+                m.level,
+                m.app_id,
+                memory_weight_now(m, now, settings),
+                m.last_recalled_at,
+                m.is_important,
+            )
+            for m in idx.records.values()
+        ]
+        assert list(idx.eviction_candidates(now, settings)) == want  # the same floats
+    assert any(c.last_recalled_at is not None for c in want)
+    assert want[-2].weight_now == persona.weight  # persona memories never decay
