@@ -1,4 +1,4 @@
-"""jieba's part-of-speech Viterbi, the same path in a third of the time.
+"""jieba's part-of-speech Viterbi: the same path in half the time.
 
 ``jieba.posseg`` tags the runs of characters its dictionary does not split with an HMM
 over (position, tag) states, in pure Python: for every character and every state it may
@@ -12,7 +12,9 @@ time), and no maintained package does it faster with the same answers: the C
 sums in the same order, the same tie-break (the greater state), only without the tuples
 and with each state's emission looked up once. The rare inputs where a score would be
 −∞ (a state no previous one leads to) go to jieba's own function, so its answer, or its
-error, stays the answer. A unit test holds the two equal on the datasets' sentences.
+error, stays the answer. ``tests/unit/core/test_posseg_viterbi.py`` holds the two equal
+on sentences with names and places and on 400 random runs of characters. Measured here:
+the Viterbi of a run 2.1× faster, ``posseg.lcut`` of a Chinese fact 460 → 159 µs.
 """
 
 from __future__ import annotations
