@@ -60,7 +60,7 @@ def counters_of(idx: UserIndex) -> Counters:
     """Capacity counters of the user's ACTIVE memories, from the hot index (no store query)."""
     counters = Counters()
     for (level, app_id, important), n in idx.scope_counts().items():
-        counters.apply(delta_for(level, app_id, important, sign=n))
+        counters.apply({k: d * n for k, d in delta_for(level, app_id, important).items()})
     return counters
 
 

@@ -81,9 +81,8 @@ def shares(before: dict[str, float], after: dict[str, float], wall: float) -> di
 
 def embed_rate(embedder: EmbedderLike, texts: list[str], repeats: int = 3) -> dict[str, Any]:
     """The embedder alone on ``texts``, ``EMBED_BATCH`` at a time: passages/s, the best
-    of ``repeats`` runs (right after a flow, the stores' background work can still take a
-    core: one run read 290 and the next 430/s on the same texts here; with two runs, the
-    best of them still moved from 339 to 475/s between runs of one commit)."""
+    of ``repeats`` runs (single runs on the same texts moved from 290 to 430/s here, and
+    the best of two from 339 to 475/s between runs of one commit)."""
     runs = []
     for _ in range(max(1, repeats)):
         started = time.perf_counter()
