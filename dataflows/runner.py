@@ -30,6 +30,7 @@ from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.run import cli_main
 
 from core.logs import describe_error
+from dataflows.epochs import epoch_seconds
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class FlowThread(threading.Thread):
         name: str,
         build: Callable[[], Dataflow],
         data_dir: Path | None,
-        epoch_s: float = 2.0,
+        epoch_s: float | None = None,  # default: epoch_seconds(workers)
         stop: threading.Event | None = None,
         on_failure: Callable[[], None] | None = None,
         workers: int = 1,
@@ -85,7 +86,7 @@ class FlowThread(threading.Thread):
         self.flow_name = name
         self._build = build
         self._data_dir = data_dir
-        self._epoch = timedelta(seconds=epoch_s)
+        self._epoch = timedelta(seconds=epoch_s or epoch_seconds(workers))
         self.restarts = 0
         self.running = threading.Event()
         self.stop_event = stop or threading.Event()

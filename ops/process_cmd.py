@@ -27,6 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from core.settings import Settings, SettingsError, get_settings
+from dataflows.epochs import EPOCH_S, EPOCH_S_MANY_WORKERS, epoch_seconds
 from ops.heap import limit_arenas, start_trimmer
 
 FLOWS = ("ingest", "lifecycle")
@@ -113,7 +114,7 @@ def plan_from_args(args: argparse.Namespace, s: Settings) -> FlowPlan:
         addresses=addresses,
         recovery_dir=recovery,
         partitions=partitions,
-        snapshot_s=args.snapshot_interval,
+        snapshot_s=args.snapshot_interval or epoch_seconds(processes * args.workers_per_process),
         backup_s=args.backup_interval,
     )
 
@@ -151,7 +152,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     df.add_argument(
         "--metrics-host", default="127.0.0.1", help="address of --metrics-port (default loopback)"
     )
-    df.add_argument("-s", "--snapshot-interval", type=float, default=2.0, help="seconds")
+    df.add_argument(
+        "-s",
+        "--snapshot-interval",
+        type=float,
+        default=None,
+        help=f"seconds (default {EPOCH_S:g}; {EPOCH_S_MANY_WORKERS:g} with more than one worker)",
+    )
     df.add_argument(
         "-b", "--backup-interval", type=float, default=0.0, help="seconds to keep old snapshots"
     )
