@@ -115,7 +115,9 @@ def test_a_cluster_process_takes_bytewax_w_i_a(tmp_path):
     assert (plan.workers, plan.process_id, plan.processes) == (2, 1, 3)
     assert plan.partitions == 6 and plan.recovery_dir == Path("/rec") and not plan.leader
     assert plan.snapshot_s == 10.0  # several workers: longer epochs (dataflows.epochs)
-    assert plan_from_args(_args("ingest", "-w", "2", "-s", "3"), _settings(tmp_path)).snapshot_s == 3
+    assert (
+        plan_from_args(_args("ingest", "-w", "2", "-s", "3"), _settings(tmp_path)).snapshot_s == 3
+    )
     assert (
         plan_from_args(_args("ingest", "--no-recovery"), _settings(tmp_path)).recovery_dir is None
     )
