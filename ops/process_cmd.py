@@ -20,6 +20,7 @@ pod with its own disk, opens a private store that no other process sees. On one 
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ def plan_from_args(args: argparse.Namespace, s: Settings) -> FlowPlan:
         )
     if args.workers_per_process < 1:
         raise ValueError("-w/--workers-per-process: at least 1")
+    if args.snapshot_interval is not None and not 0 < args.snapshot_interval < math.inf:
+        raise ValueError("-s/--snapshot-interval: more than 0 seconds, finite")
     processes = len(addresses) or 1
     partitions = args.recovery_partitions or processes * args.workers_per_process
     if partitions < processes:

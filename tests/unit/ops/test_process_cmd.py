@@ -131,6 +131,10 @@ def test_a_cluster_process_takes_bytewax_w_i_a(tmp_path):
         (["-i", "2", "-a", "p0:1;p1:1"], "not one of the 2 addresses"),
         (["-i", "0", "-a", "p0"], "is not host:port"),
         (["-w", "0"], "at least 1"),
+        (["-s", "0"], "more than 0 seconds"),
+        (["-s", "-2"], "more than 0 seconds"),
+        (["-s", "nan"], "more than 0 seconds"),
+        (["-s", "inf"], "more than 0 seconds"),
         (["-i", "0", "-a", "p0:1;p1:1", "--recovery-partitions", "1"], "fewer than the 2"),
     ],
 )
