@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-import threading
 import uuid
 from typing import Any
 
@@ -102,25 +101,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - no flush error at exit
         return 0
     finally:
-        close_within(consumer, CLOSE_WAIT_S)
+        consumer.close()
     return 0
-
-
-# How long an ending tail waits for the consumer to close. tail joins no group and
-# commits nothing, so nothing is lost when it exits before librdkafka's close is done.
-CLOSE_WAIT_S = 5.0
-
-
-def close_within(consumer: Any, seconds: float) -> bool:
-    """``consumer.close()`` on a daemon thread, waited for at most ``seconds``; whether it
-    finished. Twice in full test runs a tail ignored Ctrl-C for 30 s after "following",
-    with no traceback, so its main thread was in C. ``consume`` wakes for signals
-    (confluent-kafka >= 2.13); ``close``, which has no timeout, is what is left (not
-    reproduced alone: 105 Ctrl-Cs, idle and loaded, each ended in under 1.4 s)."""
-    closer = threading.Thread(target=consumer.close, name="tail-close", daemon=True)
-    closer.start()
-    closer.join(seconds)
-    return not closer.is_alive()
 
 
 def _start(
