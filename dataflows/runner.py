@@ -86,7 +86,7 @@ class FlowThread(threading.Thread):
         self.flow_name = name
         self._build = build
         self._data_dir = data_dir
-        self._epoch = timedelta(seconds=epoch_s or epoch_seconds(workers))
+        self._epoch = timedelta(seconds=epoch_seconds(workers) if epoch_s is None else epoch_s)
         self.restarts = 0
         self.running = threading.Event()
         self.stop_event = stop or threading.Event()

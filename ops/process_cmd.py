@@ -117,7 +117,9 @@ def plan_from_args(args: argparse.Namespace, s: Settings) -> FlowPlan:
         addresses=addresses,
         recovery_dir=recovery,
         partitions=partitions,
-        snapshot_s=args.snapshot_interval or epoch_seconds(processes * args.workers_per_process),
+        snapshot_s=epoch_seconds(processes * args.workers_per_process)
+        if args.snapshot_interval is None
+        else args.snapshot_interval,
         backup_s=args.backup_interval,
     )
 

@@ -57,8 +57,8 @@ def value(fams: dict[str, list], sample: str, **labels: str) -> float:
 # inherit that, and Python leaves an ignored SIGINT ignored: the tail never saw the test's
 # Ctrl-C (two full runs failed so). preexec_fn could reset it, but is unsafe with threads.
 _CLI_WITH_CTRL_C = (
-    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "sys.argv[0] = 'ops.cli'; runpy.run_module('ops.cli', run_name='__main__', alter_sys=True)"
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('ops.cli', run_name='__main__', alter_sys=True)"
 )
 
 
