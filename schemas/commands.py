@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from schemas.enums import Level, MemType, Ownership
-from schemas.limits import Content, CustomTags, ScopeId, StoreTime, UserId
+from schemas.limits import Content, CustomTags, IdText, ScopeId, StoreTime, UserId
 from schemas.tenants import DEFAULT_TENANT, TenantId, scoped
 
 COMMAND_VERSION = 1
@@ -41,7 +41,7 @@ class Command(BaseModel):
 
     v: int = COMMAND_VERSION
     op: str
-    command_id: str = Field(min_length=1, max_length=128)
+    command_id: IdText = Field(min_length=1, max_length=128)
     tenant_id: TenantId = DEFAULT_TENANT  # absent: the default tenant
     user_id: UserId
     payload: dict[str, Any] = Field(default_factory=dict)

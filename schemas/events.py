@@ -12,8 +12,10 @@ from schemas.limits import (  # noqa: F401  (UINT64_MAX re-exported)
     UINT64_MAX,
     Content,
     CustomTags,
+    IdText,
     ScopeId,
     StoreTime,
+    Text,
     UserId,
 )
 from schemas.tenants import DEFAULT_TENANT, TenantId
@@ -30,16 +32,16 @@ class Message(Frozen):
 
     role: Role
     content: Content = Field(min_length=1)
-    name: str | None = Field(default=None, min_length=1, max_length=128)
-    msg_id: str | None = None
+    name: Text | None = Field(default=None, min_length=1, max_length=128)
+    msg_id: IdText | None = None
     ts: StoreTime | None = None
 
 
 class Strategy(Frozen):
-    focus: str | None = None
+    focus: Text | None = None
     evolution: Evolution = Evolution.DECIDE
     tags: CustomTags = Field(default_factory=dict)
-    entity_types: list[str] = Field(default_factory=list)
+    entity_types: list[Text] = Field(default_factory=list)
 
 
 class Conversation(Frozen):
@@ -59,7 +61,7 @@ class ConversationEvent(Conversation):
     """Value of `memory.conversations`; the API's `add` produces exactly this: the
     caller's ``Conversation`` with the task and tenant the API gives it."""
 
-    task_id: str | None = Field(default=None, min_length=1, max_length=128)
+    task_id: IdText | None = Field(default=None, min_length=1, max_length=128)
     tenant_id: TenantId = DEFAULT_TENANT  # absent: the default tenant
     ts: StoreTime | None = None
 
@@ -84,7 +86,7 @@ class RecallHits(Frozen):
     """Value of `memory.recall_hits`."""
 
     user_id: UserId
-    memory_ids: list[str]
+    memory_ids: list[IdText]
     at: datetime
     tenant_id: TenantId = DEFAULT_TENANT
 

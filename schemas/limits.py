@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -26,37 +27,131 @@ MAX_TAGS_BYTES = 8 * 1024  # the tags' compact JSON, UTF-8
 # ``"7"`` and ``7.0`` are not user 7).
 UserId = Annotated[int, Field(strict=True, ge=0, le=UINT64_MAX)]
 
-# app_id, session_id and custom_tags keys: the one rule every endpoint and the Kafka
-# parser apply, so whatever add stores, recall can ask for. 1..128 characters, none a
-# control character (C0 such as newline, tab and NUL, DEL, C1): recall refused those
-# already, and Milvus filter expressions cannot carry them safely.
-MAX_SCOPE_CHARS = 128
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# The text rule (docs/api.md#text), the one every edge applies before anything else: the
+# HTTP bodies, path and query parameters, and every Kafka record the flows read.
+# - No string anywhere (a field, a list item, a key or value nested in custom_tags) holds a
+#   lone UTF-16 surrogate or NUL. Python's JSON decoder turns "\\ud83d" into a surrogate
+#   that no UTF-8 encoder takes: one such record stopped the ingest at its Redis write.
+# - An id (app_id, session_id, task_id, msg_id, a custom_tags key) holds no control
+#   character either (C0 such as newline, tab and NUL, DEL, C1): recall refused those
+#   already, and Milvus filter expressions cannot carry them safely.
+# - Newlines stay legal in content, names and tag values.
+_NOT_TEXT = re.compile(r"[\x00\ud800-\udfff]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` is not text every store can hold, or None when it is."""
+    found = _NOT_TEXT.search(value)
+    if found is None:
+        return None
+    char = found.group()
+    if char == "\x00":
+        return "must not contain NUL (U+0000)"
+    return f"must not contain a lone surrogate (U+{ord(char):04X}); send UTF-8 text"
+
+
+def check_text(value: str) -> str:
+    if (problem := text_problem(value)) is not None:
+        raise ValueError(problem)
+    return value
 
 
 def has_control_chars(value: str) -> bool:
     return _CONTROL.search(value) is not None
 
 
-def check_scope_text(value: str, what: str = "an app_id/session_id") -> str:
-    if not 1 <= len(value) <= MAX_SCOPE_CHARS:
-        raise ValueError(f"{what} must have 1 to {MAX_SCOPE_CHARS} characters")
+def check_id_text(value: str, what: str = "an id") -> str:
+    """An id: text (``check_text``) without control characters."""
+    check_text(value)
     if has_control_chars(value):
         raise ValueError(f"{what} must not contain control characters (newline, tab, NUL…)")
     return value
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+
+
+def _step(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if _NAME.fullmatch(key):
+        return f"{path}.{key}" if path else key
+    shown = json.dumps(key[:40] + ("…" if len(key) > 40 else ""))  # ASCII: safe in any header
+    return f"{path}[{shown}]"
+
+
+def first_bad_text(data: Any, root: str = "") -> str | None:
+    """``"<json path>: <problem>"`` for the first string of decoded JSON ``data`` (keys
+    included) that breaks the text rule, None when none does. Runs before any model
+    validation, so every field, nested or not, is covered by this one walk; the answer
+    never quotes the bad string, only where it is (it goes into DLQ headers and logs)."""
+    stack: list[tuple[Any, str]] = [(data, root)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if (problem := text_problem(node)) is not None:
+                return f"{path or 'value'}: {problem}"
+        elif isinstance(node, dict):
+            children = []
+            for key, child in node.items():
+                if isinstance(key, str) and (problem := text_problem(key)) is not None:
+                    return f"{path or 'value'}: a key {problem}"
+                children.append((child, _step(path, key)))
+            stack.extend(reversed(children))  # depth first, in document order
+        elif isinstance(node, list):
+            stack.extend((node[i], _step(path, i)) for i in range(len(node) - 1, -1, -1))
+    return None
+
+
+# app_id, session_id and custom_tags keys: the one rule every endpoint and the Kafka
+# parser apply, so whatever add stores, recall can ask for: 1..128 characters of text,
+# none a control character.
+MAX_SCOPE_CHARS = 128
+
+
+def check_scope_text(value: str, what: str = "an app_id/session_id") -> str:
+    if not 1 <= len(value) <= MAX_SCOPE_CHARS:
+        raise ValueError(f"{what} must have 1 to {MAX_SCOPE_CHARS} characters")
+    return check_id_text(value, what)
+
+
 ScopeId = Annotated[str, StringConstraints(strict=True), AfterValidator(check_scope_text)]
+
+# task_id, msg_id, request_id, memory ids: strings without control characters (their
+# lengths stay on each field).
+IdText = Annotated[str, StringConstraints(strict=True), AfterValidator(check_id_text)]
+
+# Any other string a model holds (a name, a strategy's focus): text (newlines allowed).
+Text = Annotated[str, StringConstraints(strict=True), AfterValidator(check_text)]
+
+# Numbers in a request are JSON numbers, never strings that convert to one ("5" is not 5,
+# true is not 1); a JSON integer stays a valid float.
+StrictNumber = Annotated[float, Field(strict=True)]
+
+# What is left of blank text: Unicode's controls and format characters (Cc, Cf: NUL,
+# U+200B, U+FEFF…), space and line separators (Zs, Zl, Zp), and the letters that render
+# as nothing (Braille blank, the Hangul fillers).
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+_BLANK_LOOKALIKES = frozenset("\u2800\u3164\u115f\u1160\uffa0")
+
+
+def is_blank(value: str) -> bool:
+    """Nothing visible: stops at the first character that is not blank."""
+    return all(
+        ch in _BLANK_LOOKALIKES or unicodedata.category(ch) in _BLANK_CATEGORIES for ch in value
+    )
 
 
 def not_blank(value: str) -> str:
-    """Text that is only whitespace is refused, never stored as an empty memory."""
-    if not value.strip():
-        raise ValueError("must not be blank (only whitespace)")
-    return value
+    """Text with nothing visible (whitespace, zero-width or invisible characters only) is
+    refused, never stored as an empty memory."""
+    if is_blank(value):
+        raise ValueError("must not be blank (only whitespace or invisible characters)")
+    return check_text(value)
 
 
-# Memory text as a caller sends it (lengths stay on each field): not blank.
+# Memory text as a caller sends it (lengths stay on each field): text, not blank.
 Content = Annotated[str, AfterValidator(not_blank)]
 
 
@@ -117,6 +212,8 @@ def check_tags(tags: dict[str, Any]) -> dict[str, Any]:
     if size > MAX_TAGS_BYTES:
         raise ValueError(f"custom_tags of {size} bytes exceed {MAX_TAGS_BYTES} bytes")
     check_tag_values(tags)  # after the depth check: never walk a hostile tree
+    if (bad := first_bad_text(tags)) is not None:  # nested keys and values: the text rule
+        raise ValueError(bad)
     return tags
 
 

@@ -28,10 +28,13 @@ from schemas.events import Conversation
 from schemas.limits import (
     Content,
     CustomTags,
+    IdText,
     QueryTime,
     ScopeId,
     StoreTime,
+    StrictNumber,
     UserId,
+    check_text,
     strict_store_time,
 )
 
@@ -43,6 +46,11 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# A caller's idempotency key (recall_api.idempotency): an id, so no control characters.
+RequestId = Annotated[IdText, StringConstraints(min_length=1, max_length=128)]
+MemoryId = Annotated[IdText, StringConstraints(min_length=1, max_length=64)]
+
+
 # --- write -----------------------------------------------------------------------------
 
 
@@ -52,20 +60,20 @@ class AddRequest(Conversation):
 
     model_config = ConfigDict(frozen=False)
 
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    request_id: RequestId | None = None
 
 
 class StructuredRequest(StructuredMemory):
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    request_id: RequestId | None = None
 
 
 class SessionCloseRequest(_Body):
     user_id: UserId
     app_id: ScopeId | None = None
     session_id: ScopeId
-    promote_ids: list[str] = Field(default_factory=list, max_length=1000)
+    promote_ids: list[MemoryId] = Field(default_factory=list, max_length=1000)
     pending: StrictBool = False
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    request_id: RequestId | None = None
 
 
 # --- recall ----------------------------------------------------------------------------
@@ -95,20 +103,24 @@ class RecallScope(_Body):
 class RecallFilter(_Body):
     ownership: list[Ownership] = Field(default_factory=list)
     mem_type: list[MemType] = Field(default_factory=list)
-    custom_tags: list[Annotated[str, StringConstraints(min_length=1, max_length=256)]] = Field(
-        default_factory=list, max_length=32
-    )
+    custom_tags: list[
+        Annotated[str, StringConstraints(min_length=1, max_length=256), AfterValidator(check_text)]
+    ] = Field(default_factory=list, max_length=32)
 
 
 class RecallRequest(_Body):
     user_id: UserId
-    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096)]
+    query: Annotated[
+        str,
+        StringConstraints(strip_whitespace=True, min_length=1, max_length=4096),
+        AfterValidator(check_text),
+    ]
     scope: RecallScope = Field(default_factory=RecallScope)
     filter: RecallFilter = Field(default_factory=RecallFilter)
-    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
-    min_relevance: float | None = Field(default=None, ge=0, le=1)
+    top_k: StrictInt | None = Field(default=None, ge=1, le=MAX_TOP_K)
+    min_relevance: StrictNumber | None = Field(default=None, ge=0, le=1)
     include_archived: StrictBool = False
-    timeout_ms: int | None = Field(default=None, ge=1, le=60_000)
+    timeout_ms: StrictInt | None = Field(default=None, ge=1, le=60_000)
     as_of: AsOf | None = None
     # the agent's context budget: the best-ranked memories that fit whole, in rank order
     max_chars: StrictInt | None = Field(default=None, ge=1, le=MAX_CHARS)
@@ -122,13 +134,13 @@ class RecallRequest(_Body):
 
 class UpdateRequest(_Body):
     user_id: UserId
-    memory_id: str = Field(min_length=1, max_length=64)
+    memory_id: MemoryId
     content: Content | None = Field(default=None, min_length=1, max_length=8192)
     is_important: StrictBool | None = None
     expire_at: StoreTime | None = None
     clear_expire_at: StrictBool = False
     custom_tags: CustomTags | None = None
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    request_id: RequestId | None = None
 
     @model_validator(mode="after")
     def _something(self) -> UpdateRequest:
@@ -147,8 +159,8 @@ class UpdateRequest(_Body):
 
 class DeleteRequest(_Body):
     user_id: UserId
-    memory_id: str = Field(min_length=1, max_length=64)
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    memory_id: MemoryId
+    request_id: RequestId | None = None
 
 
 class Scope(_Body):
@@ -159,9 +171,9 @@ class Scope(_Body):
 
 class BatchDeleteRequest(_Body):
     user_id: UserId
-    memory_ids: list[str] | None = Field(default=None, min_length=1, max_length=1000)
+    memory_ids: list[MemoryId] | None = Field(default=None, min_length=1, max_length=1000)
     scope: Scope | None = None
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    request_id: RequestId | None = None
 
     @model_validator(mode="after")
     def _one_selector(self) -> BatchDeleteRequest:
@@ -172,7 +184,7 @@ class BatchDeleteRequest(_Body):
 
 class HistoryRequest(_Body):
     user_id: UserId
-    memory_id: str = Field(min_length=1, max_length=64)
+    memory_id: MemoryId
 
 
 class ChangeLogRequest(_Body):
@@ -182,8 +194,8 @@ class ChangeLogRequest(_Body):
     op_types: list[OpType] | None = None
     start: QueryTime | None = None  # clamped to what the store holds (1900..2299)
     end: QueryTime | None = None
-    page: int = Field(default=1, ge=1, le=1_000_000)
-    page_size: int = Field(default=50, ge=1, le=500)
+    page: StrictInt = Field(default=1, ge=1, le=1_000_000)
+    page_size: StrictInt = Field(default=50, ge=1, le=500)
 
 
 # --- privacy ---------------------------------------------------------------------------
@@ -192,14 +204,14 @@ class ChangeLogRequest(_Body):
 class UserListRequest(_Body):
     user_id: UserId
     include_deleted: StrictBool = False
-    page: int = Field(default=1, ge=1)
-    page_size: int = Field(default=100, ge=1, le=1000)
+    page: StrictInt = Field(default=1, ge=1)
+    page_size: StrictInt = Field(default=100, ge=1, le=1000)
 
 
 class PurgeRequest(_Body):
     user_id: UserId
     scope: Scope | None = None
-    request_id: str | None = Field(default=None, min_length=1, max_length=128)
+    request_id: RequestId | None = None
 
 
 class SwitchRequest(_Body):
@@ -221,5 +233,5 @@ class LifecycleRunRequest(_Body):
 
 
 class SqlRequest(_Body):
-    query: str = Field(min_length=1, max_length=100_000)
-    max_rows: int = Field(default=1000, ge=1, le=100_000)
+    query: Annotated[str, AfterValidator(check_text)] = Field(min_length=1, max_length=100_000)
+    max_rows: StrictInt = Field(default=1000, ge=1, le=100_000)
