@@ -25,11 +25,12 @@ from bytewax.inputs import Source
 
 from core import metrics, sameness
 from core.write_batch import WriteBatch
+from dataflows.breaker import Breaker
 from dataflows.ingest import management  # noqa: F401  (registers the management commands)
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.embed import embed_all, prepare
 from dataflows.ingest.extract import extract
-from dataflows.ingest.fence import fenced, purged_at
+from dataflows.ingest.fence import Fences, fenced
 from dataflows.ingest.guard import guarded
 from dataflows.ingest.items import Applied, Extracted, Incoming, IncomingCommand, Rejected
 from dataflows.ingest.items import Source as Origin
@@ -56,7 +57,7 @@ EMBED_MAX_ITEMS = 64  # extracted batches (a session's facts each) per model cal
 EMBED_MAX_FACTS = 512
 
 
-def kafka_source(rt: Runtime) -> StoppableKafkaSource:
+def kafka_source(rt: Runtime, breaker: Breaker | None = None) -> StoppableKafkaSource:
     bus = rt.stores.kafka
     return StoppableKafkaSource(
         brokers=[b.strip() for b in bus.bootstrap.split(",")],
@@ -65,6 +66,7 @@ def kafka_source(rt: Runtime) -> StoppableKafkaSource:
         batch_size=500,
         add_config={**bus.security, "fetch.message.max.bytes": str(8 * 1024 * 1024)},
         stop=rt.stop,
+        breaker=breaker,
     )
 
 
@@ -74,9 +76,11 @@ def build_flow(
     flow_id: str = "ingest",
     workers: int = 1,
     embedded: WorkerCounts | None = None,
+    breaker: Breaker | None = None,
 ) -> Dataflow:
     """The flow for a cluster of ``workers`` workers in all; ``embedded`` (optional)
-    counts the facts each worker embeds."""
+    counts the facts each worker embeds; ``breaker`` (optional) is the process's
+    poison-pill breaker (``dataflows.breaker``), told by the source and the sink."""
     writer = Writer(rt)
     sameness.warm()  # jieba loads at start, not on the first Chinese turn a user sends
     commands_topic = rt.stores.kafka.topic(TOPIC_COMMANDS)
@@ -138,7 +142,7 @@ def build_flow(
                         reason="memory is switched off for this user/app",
                         tenant_id=e.tenant_id,
                     )
-                    item = Applied(WriteBatch(), results=[result])
+                    item = Applied(WriteBatch(), results=[result], sources=[item.source])
             out.append(item)
         return out
 
@@ -154,13 +158,12 @@ def build_flow(
         )
 
     def run_extract(batch):
-        with metrics.ingest_stage("extract"):
+        def run() -> Extracted:
             rt.tasks.processing([(i.event.tenant_id, i.task_id) for i in batch.events])
-            return guarded(
-                "extract",
-                lambda: extract(rt.llm, batch),
-                lambda reason: refused_batch(batch.events, reason),
-            )
+            return extract(rt.llm, batch)
+
+        with metrics.ingest_stage("extract"):
+            return guarded("extract", run, lambda reason: refused_batch(batch.events, reason))
 
     def write(state, item):
         def refused(reason: str) -> Applied:
@@ -176,26 +179,28 @@ def build_flow(
             return _write(state, item, refused)
 
     def _write(state, item, refused):
-        fence = state  # when the user was last purged whole (dataflows.ingest.fence)
+        fences = Fences.of(state)  # the user's purges and scoped deletes (ingest.fence)
         if isinstance(item, IncomingCommand):
             out = guarded("write", lambda: apply_command(writer, item), refused)
             out.event_s.append(item.source.ts_s)
-            done = all(r.get("code", 0) == 0 for _, r in out.command_results)
-            if done and (at := purged_at(item)) is not None:
-                fence = max(fence or 0.0, at)
+            out.sources.append(item.source)
+            if all(r.get("code", 0) == 0 for _, r in out.command_results):
+                fences.note(item, rt.settings.conversations_retention_h * 3600)
         else:
             events_s = [i.source.ts_s for i in item.tasks]
-            item, purged = fenced(item, fence)
+            sources = [i.source for i in item.tasks]
+            item, purged = fenced(item, fences)
             if item.tasks:
                 out = guarded("write", lambda: writer.apply_extracted(item), refused)
             else:
                 out = Applied(WriteBatch())
             out.results.extend(purged)
             out.event_s.extend(events_s)
-        return fence, out
+            out.sources.extend(sources)
+        return fences.stored(), out
 
     flow = Dataflow(flow_id)
-    raw = op.input("in", flow, source or kafka_source(rt))  # KafkaSourceMessage
+    raw = op.input("in", flow, source or kafka_source(rt, breaker))  # KafkaSourceMessage
     gated = op.flat_map_batch("gate", raw, gate)  # Incoming | IncomingCommand | Applied
     is_conv = op.branch("is_conv", gated, lambda x: isinstance(x, Incoming))
     is_cmd = op.branch("is_cmd", is_conv.falses, lambda x: isinstance(x, IncomingCommand))
@@ -256,7 +261,7 @@ def build_flow(
     to_writer = op.merge("to_writer", vectors, is_cmd.trues)  # Extracted | IncomingCommand
     by_user = op.key_on("by_user", to_writer, _user_key)
     applied = op.key_rm("unkey_user", op.stateful_map("write", by_user, write))  # Applied
-    op.output("store", op.merge("to_sink", applied, is_cmd.falses), MemorySink(rt))
+    op.output("store", op.merge("to_sink", applied, is_cmd.falses), MemorySink(rt, breaker))
     return flow
 
 

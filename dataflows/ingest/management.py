@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.capacity import delta_for, important_blocked
+from core.delete_scope import DeleteScope, allowed
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from core.write_batch import WriteBatch
@@ -141,32 +142,18 @@ def _select(writer: Writer, cmd: Command, p: dict[str, Any]) -> list[MemoryRecor
         found = _lookup(writer, cmd, list(p["memory_ids"]))
         rows = [r for r in found.values() if r.status in (*LIVE, Status.SUPERSEDED)]
         return _allowed(rows, p.get("access"))
-    rows = _allowed(
-        writer.rt.memories.load(
-            cmd.user_id, statuses=[*LIVE, Status.SUPERSEDED], tenant=cmd.tenant_id
-        ),
-        p.get("access"),
+    rows = writer.rt.memories.load(
+        cmd.user_id, statuses=[*LIVE, Status.SUPERSEDED], tenant=cmd.tenant_id
     )
-    scope = p.get("scope") or {}
-    if "app_id" in scope:
-        rows = [r for r in rows if (r.app_id or None) == (scope["app_id"] or None)]
-    if scope.get("level"):
-        rows = [r for r in rows if r.level == scope["level"]]
-    if scope.get("session_id"):
-        rows = [r for r in rows if r.session_id == scope["session_id"]]
-    return rows
+    # scope and access; the same rule fences the scope's turns still on their way
+    # (dataflows.ingest.fence)
+    scope = DeleteScope.of(p)
+    return [r for r in rows if scope.matches(r.app_id, r.level, r.session_id)]
 
 
 def _allowed(rows: list[MemoryRecord], access: dict[str, Any] | None) -> list[MemoryRecord]:
     """``access`` = ``{"apps": [...], "global": bool}`` of an app key; None = everything."""
-    if access is None:
-        return rows
-    apps, grant = set(access.get("apps") or ()), bool(access.get("global"))
-    return [
-        r
-        for r in rows
-        if (grant if r.level is Level.GLOBAL else r.app_id is not None and r.app_id in apps)
-    ]
+    return [r for r in rows if allowed(r.level, r.app_id, access)]
 
 
 @handler("delete")
