@@ -6,9 +6,11 @@ ClickHouse dialect and answers the SQL the server should run in its place, or ra
 EXCEPT of SELECTs and CTEs are fine); every table it names, in any subquery, CTE, join
 or ``IN (SELECT …)``, must be one of ``tables``, unqualified or qualified with
 ``database``. Table functions (``merge(…)``, ``remote(…)``, ``numbers(…)``, …), any other
-table (``system.*``, ``information_schema.*``, ``data_keys``), ``IN <table>``, functions
-that read another table or a file (``dictGet*``, ``joinGet``, ``file``, …), ``SETTINGS``,
-``FORMAT``, ``INTO OUTFILE`` and every other statement are refused.
+table (``system.*``, ``information_schema.*``, ``data_keys``), ``IN <table>``, every
+function off the allow-list of ``core.sql_functions`` (so ``dictGet*``, ``file``,
+``hostName``, ``version``, ``getSetting`` …), ``SETTINGS``, ``FORMAT``, ``INTO OUTFILE``
+and every other statement are refused. A refusal names what it refused (a table, a
+function, a clause), never the query's text.
 
 Then each table reference becomes a subquery of that tenant's rows,
 ``(SELECT * FROM db.t [FINAL] WHERE tenant_id = '<tenant>') AS <its alias or name>``,
@@ -28,22 +30,20 @@ import secrets
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.tokens import TokenType
+
+from core import sql_functions
 
 DIALECT = "clickhouse"
 # sqlglot warns with the query's text when it falls back to a Command (SHOW, EXPLAIN):
 # that statement is refused here, and the text (it may hold content) stays out of the logs.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
-# Scalar functions that read another table, a dictionary or a file, and the IN family's
-# function spellings (``globalIn(x, t)`` reads table ``t``): refused anywhere.
-_READS_AROUND = re.compile(
-    r"^(?:dict.*|joinget.*|hascolumnintable|(?:global)?(?:not)?(?:null)?(?:not)?in"
-    r"(?:ignoreset)?|file.*|url|urlcluster|s3.*|gcs|hdfs.*|azureblobstorage.*|remote.*|cluster.*"
-    r"|merge.*|mysql|postgresql|sqlite|mongodb|redis|jdbc|odbc|executable.*|input|view.*"
-    r"|loop|iceberg.*|deltalake.*|hudi.*|dictionary|getserversetting|getmergetreesetting)$",
-    re.IGNORECASE,
-)
+# The head of a function call as the ClickHouse dialect writes it: the name the server reads.
+_CALL_HEAD = re.compile(r"^\s*`?([A-Za-z_][A-Za-z0-9_]*)`?\s*\(")
+# Functions sqlglot writes as syntax rather than a call (CASE, AND, [a, b]); their
+# operands are checked like any other node.
+_SYNTAX_FUNCS = (exp.Case, exp.If, exp.Connector, exp.Not, exp.Array)
 _TABLE_ARGS = frozenset({"this", "db", "catalog", "alias"})  # a plain table reference
 _QUERY_REFUSED = {"into": "INTO", "settings": "SETTINGS", "format": "FORMAT", "laterals": "LATERAL"}
 
@@ -99,8 +99,8 @@ def _check(tree: exp.Expr, database: str, allowed: frozenset[str]) -> None:
             _check_table(node, database, allowed)
         elif isinstance(node, exp.From | exp.Join):
             _check_from_item(node)
-        elif isinstance(node, exp.Func) and _READS_AROUND.match(_func_name(node)):
-            raise SqlRefused(f"function {_func_name(node)}() refused: it reads around the tenant")
+        elif isinstance(node, exp.Func):
+            _check_function(node)
         elif isinstance(node, exp.In):
             _check_in(node)
         elif isinstance(node, exp.With) and node.args.get("recursive"):
@@ -117,12 +117,30 @@ def _check(tree: exp.Expr, database: str, allowed: frozenset[str]) -> None:
                 raise SqlRefused("a WITH clause names one CTE twice")
 
 
+def _check_function(node: exp.Func) -> None:
+    """Only the allow-listed functions (``core.sql_functions``), by the name ClickHouse
+    reads: sqlglot may write a function under another name (``version()`` → ``VERSION()``)."""
+    if isinstance(node, exp.Anonymous):
+        name: str | None = node.name
+    else:
+        head = _CALL_HEAD.match(node.sql(dialect=DIALECT))
+        name = head.group(1) if head else None
+        if name is None and isinstance(node, _SYNTAX_FUNCS):
+            return
+    if name is None or not sql_functions.allowed(name):
+        shown = name or node.sql_name()
+        raise SqlRefused(
+            f"function {shown}() refused: a tenant's SQL may call aggregate, window, "
+            "conditional, math, string, date, conversion, array, JSON and hash functions only"
+        )
+
+
 def _check_table(table: exp.Table, database: str, allowed: frozenset[str]) -> None:
     if not isinstance(table.this, exp.Identifier):
         raise SqlRefused(f"table function {_head(table.this)} refused")
     extra = sorted(k for k, v in table.args.items() if v and k not in _TABLE_ARGS)
     if extra:
-        raise SqlRefused(f"{table.sql(dialect=DIALECT)}: {', '.join(extra)} refused")
+        raise SqlRefused(f"table {table.name}: {', '.join(extra)} refused")
     if table.catalog or (table.db and table.db != database):
         where = ".".join(p for p in (table.catalog, table.db, table.name) if p)
         raise SqlRefused(f"table {where} refused: {_reads(database, allowed)}")
@@ -237,11 +255,7 @@ def _verify(sql: str, tenant: str, db: str, allowed: frozenset[str], ctes: froze
             and isinstance(select.parent, exp.Subquery)
             and select.sql(dialect=DIALECT) == want.sql(dialect=DIALECT)
         ):
-            raise SqlRefused(f"the rewritten query reads {table.sql(dialect=DIALECT)} unfiltered")
-
-
-def _func_name(node: exp.Func) -> str:
-    return node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+            raise SqlRefused(f"the rewritten query reads {table.name} unfiltered")
 
 
 def _head(node: exp.Expr | None) -> str:
@@ -260,5 +274,13 @@ def _reads(database: str, allowed: frozenset[str]) -> str:
     return f"a tenant's SQL reads {', '.join(sorted(allowed))} (of {database}) only"
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0][:300]
+def _first_line(exc: SqlglotError) -> str:
+    """Where and why sqlglot could not read the query, without the query's text (its
+    messages quote the text around the error, and a tokenizer error quotes the query)."""
+    if isinstance(exc, ParseError) and exc.errors:
+        err = exc.errors[0]
+        where = f"line {err.get('line')}, column {err.get('col')}"
+        why = str(err.get("description") or "")
+        quoting = any(mark in why for mark in ("'", '"', "`", "Token", "got"))
+        return where if quoting or not why else f"{why} ({where})"
+    return "an unterminated string, comment or identifier"

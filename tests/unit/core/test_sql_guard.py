@@ -215,3 +215,86 @@ def test_any_text_is_refused_or_reads_the_tenant_only(words, prefix):
     except SqlRefused:
         return
     assert_in_tenant(sql)
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        ("hostName()", "hostName"),
+        ("version()", "VERSION"),
+        ("currentUser()", "currentUser"),
+        ("current_user()", "CURRENT_USER"),
+        ("uptime()", "uptime"),
+        ("getSetting('readonly')", "getSetting"),
+        ("getServerSetting('path')", "getServerSetting"),
+        ("currentDatabase()", "CURRENT_DATABASE"),
+        ("timezone()", "timezone"),
+        ("serverUUID()", "serverUUID"),
+        ("fqdn()", "fqdn"),
+        ("currentQueryID()", "currentQueryID"),
+        ("sleep(3)", "sleep"),
+        ("throwIf(1)", "throwIf"),
+        ("HOSTNAME()", "HOSTNAME"),
+        ("hostNameIf(1)", "hostNameIf"),  # a combinator suffix makes no aggregate of it
+        ("sum(length(hostName()))", "hostName"),  # nested
+        ("anyFutureFunction(1)", "anyFutureFunction"),  # unknown: refused, not guessed
+    ],
+)
+def test_a_function_off_the_allow_list_is_refused_naming_it(call, named):
+    for query in (f"SELECT {call}", f"SELECT memory_id FROM memories WHERE {call} = 1"):
+        with pytest.raises(SqlRefused, match=rf"(?i)function {named}\(\) refused"):
+            guard(query)
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        # aggregates, with combinators and parameters
+        "count()", "count(DISTINCT user_id)", "countIf(importance > 1)", "sum(importance)",
+        "avg(importance)", "uniqExact(user_id)", "uniqExactIfOrNull(user_id, 1)",
+        "quantile(0.9)(importance)", "quantiles(0.5, 0.9)(importance)", "groupArray(memory_id)",
+        "argMax(memory_id, created_at)", "topK(3)(app_id)", "min(created_at)", "sumState(1)",
+        # string
+        "upper(content)", "lowerUTF8(content)", "length(content)", "substring(content, 1, 5)",
+        "concat(app_id, '-', memory_id)", "app_id || 'x'", "replaceAll(content, 'a', 'b')",
+        "position(content, 'tea')", "match(content, 'te+a')", "splitByChar(',', content)",
+        "content LIKE '%tea%'", "trim(content)", "startsWith(content, 'I')",
+        # date
+        "toDate(created_at)", "toStartOfDay(created_at)", "toYYYYMM(created_at)",
+        "dateDiff('day', created_at, now())", "formatDateTime(created_at, '%Y')",
+        "EXTRACT(YEAR FROM created_at)", "date_trunc('day', created_at)", "today()",
+        "created_at - INTERVAL 1 DAY",
+        # math
+        "abs(importance)", "round(importance, 2)", "floor(importance)", "sqrt(importance)",
+        "log(importance)", "pow(importance, 2)", "importance % 2", "intDiv(user_id, 2)",
+        "greatest(importance, 1)",
+        # conditionals and conversions
+        "if(importance > 1, 'hi', 'lo')", "multiIf(importance > 1, 1, 2)",
+        "CASE WHEN importance > 1 THEN 1 ELSE 0 END", "coalesce(app_id, '')",
+        "ifNull(app_id, '')", "nullIf(app_id, '')", "toString(user_id)", "toUInt64OrZero(app_id)",
+        "CAST(user_id AS String)", "user_id::String", "toTypeName(user_id)",
+        # arrays, JSON, hashes, windows
+        "arrayJoin([1, 2])", "has([1, 2], 1)", "arrayMap(x -> x + 1, [1, 2])",
+        "JSONExtractString(content, 'k')", "cityHash64(content)",
+        "row_number() OVER (PARTITION BY user_id ORDER BY created_at)",
+    ],
+)  # fmt: skip
+def test_ordinary_functions_are_allowed(expr):
+    assert_in_tenant(guard(f"SELECT {expr} FROM memories"))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT 'a secret phrase",  # the tokenizer's error quotes the query
+        "SELECT 'a secret phrase' FROM FROM memories",
+        "SELECT (('a secret phrase' FROM memories",
+        "SELECT * FROM memories WHERE 'a secret phrase' IN hostName()",
+        "SELECT hostName('a secret phrase') FROM memories",
+        "SELECT * FROM system.tables WHERE name = 'a secret phrase'",
+    ],
+)
+def test_a_refusal_quotes_no_text_of_the_query(query):
+    with pytest.raises(SqlRefused) as err:
+        guard(query)
+    assert "secret" not in str(err.value), str(err.value)
