@@ -146,6 +146,8 @@ class Settings(BaseSettings):
     # a write answers within this: add once Kafka acknowledged its event, a management
     # write once the keyed writer answered; else 50301 with the request_id to resend
     write_timeout_s: float = Field(10.0, gt=0, le=300)
+    # an admin's /admin/v1/sql query (memstream sql) is stopped after this (docs/security.md#tenants)
+    sql_timeout_s: float = Field(10.0, gt=0, le=300)
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
