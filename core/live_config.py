@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.settings import APP_OVERRIDABLE, ENV_PREFIX, Settings, SettingsError
+from schemas.limits import check_scope_text, first_bad_text
 
 APP_PREFIX = "app/"
 
@@ -134,6 +135,8 @@ class ConfigRecord:
             raise ConfigRefused(f"{ck.label}: the record is not JSON") from None
         if not isinstance(body, dict) or "value" not in body:
             raise ConfigRefused(f'{ck.label}: the record is not {{"value": ..., "by", "at"}}')
+        if (bad := first_bad_text(body)) is not None:  # the text rule (docs/api.md#text)
+            raise ConfigRefused(f"{ck.label}: {bad}")
         return cls(ck, body["value"], str(body.get("by", "")), str(body.get("at", "")))
 
 
@@ -149,8 +152,10 @@ def check_live_name(key: ConfigKey) -> None:
             "and restart. Only thresholds are live."
         )
     if key.app_id is not None:
-        if not 1 <= len(key.app_id) <= 128:
-            raise ConfigRefused(f"{key.label}: an app_id is 1-128 characters")
+        try:  # the app_id rule of every edge (docs/api.md#text)
+            check_scope_text(key.app_id, "an app_id")
+        except ValueError as exc:
+            raise ConfigRefused(f"{key.name}: {exc}") from None
         if name not in APP_OVERRIDABLE:
             raise ConfigRefused(
                 f"{name}: cannot be set per app (only {', '.join(sorted(APP_OVERRIDABLE))})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.logs import new_trace_id, trace_id_var
@@ -13,6 +13,7 @@ from recall_api import export, health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
 from recall_api.routes import add, admin, console, manage, privacy, recall, session
+from recall_api.text_rule import text_rule
 from sinks.services import Services
 from sinks.stores import Stores
 
@@ -60,7 +61,10 @@ def create_app(settings: Settings, stores: Stores, services: Services | None = N
 
     Without ``services`` only health, readiness and metrics are served.
     """
-    app = FastAPI(title="memstream", version="0.1.0", docs_url="/docs")
+    # every route, present and future: the text rule before any validation (40001)
+    app = FastAPI(
+        title="memstream", version="0.1.0", docs_url="/docs", dependencies=[Depends(text_rule)]
+    )
     app.state.settings = settings
     app.state.stores = stores
     app.state.services = services

@@ -21,7 +21,7 @@ from core.settings import Settings
 from dataflows.ingest.items import Incoming, IncomingCommand, Rejected, Source
 from schemas.commands import Command
 from schemas.events import ConversationEvent
-from schemas.limits import UINT64_MAX
+from schemas.limits import UINT64_MAX, first_bad_text, has_control_chars
 from schemas.tenants import DEFAULT_TENANT, check_tenant
 from sinks.crypto import DecryptionError, KeyDestroyed
 from sinks.keyring import KeyRing
@@ -48,6 +48,8 @@ def _owner(raw: bytes) -> tuple[str | None, int | None, str]:
         return None, None, DEFAULT_TENANT
     task_id, user_id = data.get("task_id"), data.get("user_id")
     task_id = task_id if isinstance(task_id, str) and 0 < len(task_id) <= 128 else None
+    if task_id is not None and has_control_chars(task_id):
+        task_id = None  # not an id any store could hold: no task to fail
     user_id = user_id if type(user_id) is int and 0 <= user_id <= UINT64_MAX else None
     try:
         tenant = check_tenant(data.get("tenant_id", DEFAULT_TENANT))
@@ -117,6 +119,8 @@ def parse_conversation(
             f"({settings.max_turns_per_event}); split the conversation",
             src,
         )
+    if (bad := first_bad_text(data)) is not None:  # the text rule, every field at once
+        return _reject(f"invalid event: {bad}", src)
     try:
         event = ConversationEvent.model_validate(data)
     except ValidationError as exc:
@@ -144,6 +148,8 @@ def parse_command(
     data = _decode(src, settings)
     if isinstance(data, Rejected):
         return data
+    if (bad := first_bad_text(data)) is not None:
+        return Rejected(f"invalid command: {bad}", src)
     try:
         command = Command.model_validate(data)
     except ValidationError as exc:
@@ -160,6 +166,8 @@ def parse_command(
         return Rejected("sealed with a destroyed data key (the user was purged)", src)
     except (DecryptionError, ValueError) as exc:
         return Rejected(f"sealed command does not open: {type(exc).__name__}", src)
+    if (bad := first_bad_text(payload, "payload")) is not None:
+        return Rejected(f"invalid command: {bad}", src)
     return IncomingCommand(command.model_copy(update={"payload": payload, "sealed": None}), src)
 
 

@@ -21,6 +21,7 @@ from dataflows.lifecycle.commands import recall_hits_command
 from dataflows.runtime import Runtime
 from schemas.commands import Command
 from schemas.events import TOPIC_COMMANDS, RecallHits
+from schemas.limits import first_bad_text
 from schemas.tenants import UserKey
 
 
@@ -32,6 +33,8 @@ def parse_hits(msg: KafkaSourceMessage) -> RecallHits | Rejected:
         data = json.loads(msg.value)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return Rejected(f"value is not JSON: {exc}", src)
+    if (bad := first_bad_text(data)) is not None:  # the text rule (docs/api.md#text)
+        return Rejected(f"invalid recall hits: {bad}", src)
     try:
         hits = RecallHits.model_validate(data)
     except ValidationError as exc:
