@@ -2,7 +2,8 @@
 
 Embedded chDB belongs to the node process (one process per data dir), so the query goes
 to the node's loopback admin endpoint; with a ClickHouse server URL configured it goes
-straight to the server. Either way it runs under ``readonly=1``. With a tenant's admin key
+straight to the server. Either way it runs under ``readonly=1``, stopped after
+``sql_timeout_s`` (``core.sql_limits``). With a tenant's admin key
 the node answers one SELECT over that tenant's rows of ``memories``, ``memory_changelog``
 and ``memory_settings`` only (``core.sql_guard``); a refusal is printed with what it names.
 """
@@ -42,14 +43,14 @@ def _query(query: str, max_rows: int) -> tuple[list[str], list[list]]:
             s.clickhouse_cluster,
         )
         store.connect()
-        columns, rows = store.query_readonly(query, max_rows)
+        columns, rows = store.query_readonly(query, max_rows, timeout_s=s.sql_timeout_s)
         return columns, [list(r) for r in rows]
     url = f"{api_base_url(s)}/admin/v1/sql"
     resp = httpx.post(
         url,
         json={"query": query, "max_rows": max_rows},
         headers=auth_headers(s),
-        timeout=120,
+        timeout=s.sql_timeout_s + 30,  # the node stops the query at sql_timeout_s
         verify=client_verify(s),
     ).json()
     if resp.get("code") != 0:
@@ -63,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
     except httpx.HTTPError as exc:
         print(f"memstream sql: the node does not answer ({exc}); is it up?", file=sys.stderr)
         return 1
-    except RuntimeError as exc:
+    except (
+        RuntimeError,
+        ValueError,
+    ) as exc:  # the node's answer, or a refusal (SqlRefused/SqlFailed)
         print(f"memstream sql: {exc}", file=sys.stderr)
         return 1
     if args.json:

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 import clickhouse_connect
 
 from core.sql_guard import one_statement, tenant_sql
+from core.sql_limits import limit_settings, safe_error
 from schemas.ch_layout import CLUSTER_SETTINGS, Layout
 from schemas.storage import (
     SCHEMA_VERSION,
@@ -33,6 +34,7 @@ from schemas.storage import (
 )
 from schemas.tenants import check_tenant
 from sinks.errors import SchemaMismatch, StoreUnavailable
+from sinks.sql_sessions import SqlSessions
 
 _EMBEDDED: dict[str, Any] = {}
 _EMBEDDED_LOCK = threading.Lock()
@@ -136,6 +138,14 @@ def server_kwargs(url: str, user: str, password: str) -> dict[str, Any]:
     return kwargs
 
 
+class SqlFailed(ValueError):
+    """ClickHouse refused or stopped an analyst's query; the message quotes no SQL."""
+
+    def __init__(self, message: str, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
 class ClickHouseStore:
     """Thin, thread-safe wrapper: DDL at setup, columnar batch inserts, parameterized reads."""
 
@@ -159,6 +169,7 @@ class ClickHouseStore:
         self._client: Any = None
         self._lock = threading.Lock()
         self._settings = dict(CLUSTER_SETTINGS) if cluster else None  # sent with every call
+        self._sql: SqlSessions | None = None  # analysts' SQL: clients of its own
 
     @property
     def embedded(self) -> bool:
@@ -259,21 +270,28 @@ class ClickHouseStore:
         return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
 
     def query_readonly(
-        self, sql: str, max_rows: int = 10_000, tenant: str | None = None
+        self,
+        sql: str,
+        max_rows: int = 10_000,
+        tenant: str | None = None,
+        timeout_s: float = 10.0,
     ) -> tuple[list[str], list[tuple]]:
-        """An analyst's query, made harmless twice over (three times for a tenant).
+        """An analyst's query, made harmless twice over (three times for a tenant), and
+        bounded: it runs on a client of its own (``sinks.sql_sessions``), never behind
+        the store's lock, under ``core.sql_limits.limit_settings`` (``timeout_s``, threads,
+        result and memory caps). A failure raises ``SqlFailed`` quoting no SQL; all
+        clients busy for ``timeout_s`` raises ``SqlBusy``.
 
         The text is wrapped as a subquery, so anything but a single SELECT is a syntax
         error, and runs with a query-level ``SETTINGS readonly = 1``. (Client-level
-        settings are not used: chDB keeps them for the whole shared session, which
-        would turn every later write of the process read-only.) More than one statement
-        is refused (``core.sql_guard.one_statement``). ``tenant``: the query is parsed,
-        checked and rewritten so that it reads that tenant's rows of ``SQL_TABLES`` only
-        (``core.sql_guard.tenant_sql``, which raises ``SqlRefused``), and every table
-        that holds ``tenant_id`` shows that tenant's rows only besides
+        settings are not used: chDB keeps them for the whole session.) More than one
+        statement is refused (``core.sql_guard.one_statement``). ``tenant``: the query
+        is parsed, checked and rewritten so that it reads that tenant's rows of
+        ``SQL_TABLES`` only (``core.sql_guard.tenant_sql``, which raises ``SqlRefused``),
+        and every table that holds ``tenant_id`` shows that tenant's rows only besides
         (``additional_table_filters``; under ``readonly`` the query cannot change that).
         """
-        settings = "readonly = 1"
+        settings = limit_settings(timeout_s, max_rows)
         if tenant is not None:
             check_tenant(tenant)  # the charset cannot break out of the quoted literal
             sql_tables = tuple(self.layout.tables(SQL_TABLES))  # local ones on a cluster
@@ -282,15 +300,38 @@ class ClickHouseStore:
             tables = self.layout.tables(TENANT_TABLES)  # with the local ones on a cluster
             names = [n for t in tables for n in (f"{self.database}.{t}", t)]
             filters = ", ".join(f"'{n}': '{cond}'" for n in names)
-            settings += f", additional_table_filters = {{{filters}}}"
+            settings = f"additional_table_filters = {{{filters}}}, {settings}"
         else:
             body = one_statement(sql.strip())
         # the newline ends a trailing `-- comment` of the text before the parenthesis
         wrapped = f"SELECT * FROM ({body}\n) LIMIT {int(max_rows)} SETTINGS {settings}"
-        client = self._require()
-        with self._lock:
-            result = client.query(wrapped, settings=self._settings)
+        try:
+            result = self._sql_sessions(timeout_s).query(wrapped, self._settings, timeout_s)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # the driver's errors quote the query: told by code only
+            message = safe_error(str(exc), timeout_s)
+            raise SqlFailed(message, timed_out="time limit" in message) from None
         return list(result.column_names), [tuple(r) for r in result.result_rows]
+
+    def _sql_sessions(self, timeout_s: float) -> SqlSessions:
+        """The pool of analysts' clients, made on first use; embedded, more handles on
+        the store's data path (``_connect`` already opened its engine)."""
+        self._require()
+        with self._lock:
+            if self._sql is None:
+                if self.embedded:
+                    path = str(Path(urlparse(self.url).path).resolve())
+                    kwargs: dict[str, Any] = {
+                        "interface": "chdb",
+                        "path": path,
+                        "chdb_options": ENGINE_SERVER_SETTINGS,
+                    }
+                else:
+                    kwargs = server_kwargs(self.url, self._user, self._password)
+                    kwargs["send_receive_timeout"] = max(30, int(timeout_s) + 10)
+                self._sql = SqlSessions(lambda: clickhouse_connect.get_client(**kwargs))
+            return self._sql
 
     def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
         """One round trip for the whole batch (columnar insert, never literal VALUES)."""
@@ -307,6 +348,9 @@ class ClickHouseStore:
             )
 
     def close(self) -> None:
+        if self._sql is not None:
+            self._sql.close()
+            self._sql = None
         if self._client is not None and not self.embedded:
             self._client.close()
         self._client = None

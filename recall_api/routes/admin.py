@@ -14,7 +14,10 @@ not a tenant's, so any admin key may read them.
 
 ``POST /admin/v1/sql {"query": "SELECT ...", "max_rows"?: n}`` runs a read-only query
 (ClickHouse ``readonly=1``) on the store, for ``memstream sql`` in embedded mode; one
-statement only.
+statement only. It runs on SQL sessions of its own, never behind the writer's calls,
+within ``sql_timeout_s`` and the caps of ``core.sql_limits``; one query per tenant at a
+time (a second answers 42910, ``recall_api.sql_gate``); a failure answers 40001 with
+ClickHouse's reason and code, never the SQL (ClickHouse's messages quote it).
 
 An admin key is the admin of its tenant only: its lifecycle pass covers that tenant's
 users, and its SQL may read that tenant's rows of ``memories``, ``memory_changelog`` and
@@ -39,10 +42,13 @@ from recall_api.access import Caller
 from recall_api.deps import caller_of
 from recall_api.errors import ApiError, ok
 from recall_api.process_stats import process_stats
+from recall_api.sql_gate import TenantBusy, gate_of
 from schemas.api import Envelope
 from schemas.errors import ErrorCode
 from schemas.requests import LifecycleRunRequest, SqlRequest
 from schemas.responses import LifecycleSummary, ProcessStats, SqlResult
+from sinks.clickhouse import SqlFailed
+from sinks.sql_sessions import SqlBusy
 
 router = APIRouter(prefix="/admin/v1", tags=["admin"])
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -88,10 +94,20 @@ def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> Response:
     """Read-only SQL on the ClickHouse store; any write is refused by ClickHouse itself."""
     store = request.app.state.stores.clickhouse
     tenant = None if caller.role is None else caller.tenant
+    timeout_s = request.app.state.settings.sql_timeout_s
     try:
-        columns, rows = store.query_readonly(body.query, body.max_rows, tenant=tenant)
+        with gate_of(request).hold(tenant):
+            columns, rows = store.query_readonly(
+                body.query, body.max_rows, tenant=tenant, timeout_s=timeout_s
+            )
+    except TenantBusy:
+        who = "this node" if tenant is None else f"tenant {tenant}"
+        msg = f"{who} already runs a SQL query: one at a time, send this one when it ends"
+        raise ApiError(ErrorCode.RATE_LIMITED, msg) from None
+    except SqlBusy as exc:  # every SQL session runs another tenant's query
+        raise ApiError(ErrorCode.RATE_LIMITED, f"the node's SQL sessions are busy: {exc}") from None
     except SqlRefused as exc:  # what a tenant may not read, or a second statement
         raise ApiError(ErrorCode.BAD_PARAMETER, f"query refused: {exc}") from None
-    except Exception as exc:  # the server's message is the useful answer (syntax, READONLY)
-        raise ApiError(ErrorCode.BAD_PARAMETER, str(exc).splitlines()[0][:1000]) from None
+    except SqlFailed as exc:  # ClickHouse's reason, by code: its message quotes the SQL
+        raise ApiError(ErrorCode.BAD_PARAMETER, f"query failed: {exc}") from None
     return ok({"columns": columns, "rows": rows})
