@@ -95,6 +95,15 @@ FLOW_FRESHNESS = Histogram(
     buckets=_FRESH,
 )
 
+FLOW_RESTARTS = Counter(
+    "memstream_flow_restarts", "restarts of a dataflow after a failure", ["flow"]
+)
+FLOW_CRASH_LOOPING = Gauge(
+    "memstream_flow_crash_looping",
+    "1 while the flow restarted >= 3 times in 5 minutes (a crash loop; sinks.flow_health)",
+    ["flow"],
+)
+
 
 class FlowMetrics:
     """The children of one flow, bound once (``FlowMetrics("ingest")``)."""

@@ -9,6 +9,13 @@ before the restart: the ingest flow drops the hot cache there, because its write
 updates the cache ahead of the durable write, and a batch that failed to become durable
 must not look "already stored" to its own replay.
 
+A failure whose root cause is a record's data goes to the flow's poison-pill breaker
+(``dataflows.breaker``): after the second in a row the flow replays its in-flight records
+one at a time, and the record that fails alone is dead-lettered (``dead_letter``) and
+skipped from then on. Every restart is noted in the flow's ``RestartLog``
+(``sinks.flow_health``), which shows a crash loop to the API, ``memstream status`` and the
+metrics.
+
 A flow run alone as one process of a cluster (``memstream dataflow``, ``ops.dataflow_cmd``)
 keeps only its share of the recovery partitions on its own volume
 (:func:`init_partition_share`): Bytewax needs the cluster as a whole to hold every
@@ -24,13 +31,19 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from bytewax.dataflow import Dataflow
 from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.run import cli_main
 
 from core.logs import describe_error
+from dataflows.breaker import Breaker, root_cause
 from dataflows.epochs import epoch_seconds
+from dataflows.ingest.guard import describe
+from sinks.flow_health import RestartLog
+
+DeadLetter = Callable[[list[Any], str], None]  # (KafkaSourceMessages, reason)
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +92,9 @@ class FlowThread(threading.Thread):
         stop: threading.Event | None = None,
         on_failure: Callable[[], None] | None = None,
         workers: int = 1,
+        breaker: Breaker | None = None,
+        dead_letter: DeadLetter | None = None,
+        restart_log: RestartLog | None = None,
     ):
         super().__init__(name=f"flow-{name}", daemon=True)
         self.workers = workers  # Bytewax workers (threads) of this one-process cluster
@@ -88,6 +104,9 @@ class FlowThread(threading.Thread):
         self._data_dir = data_dir
         self._epoch = timedelta(seconds=epoch_seconds(workers) if epoch_s is None else epoch_s)
         self.restarts = 0
+        self.breaker = breaker
+        self._dead_letter = dead_letter
+        self.restart_log = restart_log or RestartLog(name)
         self.running = threading.Event()
         self.stop_event = stop or threading.Event()
 
@@ -115,9 +134,10 @@ class FlowThread(threading.Thread):
             except Exception as exc:
                 self.running.clear()
                 self.restarts += 1
+                self.restart_log.restarted()
                 if self._on_failure is not None:
                     self._on_failure()
-                if time.monotonic() - started > 60:
+                if time.monotonic() - started > 60 or self._blame(exc):
                     delay = 1.0
                 log.error(
                     "flow %s failed (%s); restarting in %.0fs",
@@ -130,3 +150,28 @@ class FlowThread(threading.Thread):
                 )
                 self.stop_event.wait(delay)
                 delay = min(delay * 2, 30)
+
+    def _blame(self, exc: BaseException) -> bool:
+        """Tell the breaker; dead-letter the record it blames. True when one was."""
+        if self.breaker is None:
+            return False
+        blamed = self.breaker.failed(exc)
+        if not blamed:
+            return False
+        reason = "the flow failed on this record alone: " + describe("flow", root_cause(exc))
+        try:
+            if self._dead_letter is None:
+                raise RuntimeError("this flow has no dead-letter queue")
+            self._dead_letter(blamed, reason)
+        except Exception as err:  # not in the DLQ: it must not be skipped either
+            self.breaker.forgive(blamed)
+            log.error(
+                "a blamed record could not be dead-lettered; it will be tried again",
+                extra={"fields": {"flow": self.flow_name, **describe_error(err)}},
+            )
+            return False
+        log.warning(
+            "record dead-lettered by the breaker",
+            extra={"fields": {"flow": self.flow_name, "reason": reason}},
+        )
+        return True

@@ -8,11 +8,18 @@ Before it lists its partitions, the Kafka source waits (``ready_s``) until the b
 metadata gives each of its topics partitions with a leader (``sinks.kafka.wait_for_topics``):
 right after the topics are created Bytewax's ``list_parts`` raised, and every flow of a
 new node failed once at start. A topic still not ready then raises TopicsNotReady.
+
+Given a ``dataflows.breaker.Breaker``, a partition never hands out a record on the
+breaker's skip list, replays the in-flight range one record at a time when the breaker
+is careful, and keeps its skip list in its recovery snapshot beside the offset
+(``{"offset": n, "skip": [...]}``; a bare offset from before resumes as it was).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from bytewax.connectors.kafka import KafkaSource
@@ -20,8 +27,11 @@ from bytewax.inputs import StatefulSourcePartition
 from confluent_kafka import OFFSET_END
 
 from core.metrics import FlowMetrics
+from dataflows.breaker import Breaker
 from dataflows.lag import LAG, Position
 from sinks.kafka import wait_for_topics
+
+CAREFUL_POLL = timedelta(milliseconds=20)  # how often a careful partition looks again
 
 
 class _StoppablePartition(StatefulSourcePartition):
@@ -31,32 +41,82 @@ class _StoppablePartition(StatefulSourcePartition):
         stop: threading.Event,
         position: Position | None = None,
         flow: FlowMetrics | None = None,
+        breaker: Breaker | None = None,
+        part: tuple[str, int] = ("", 0),
     ):
         self._inner = inner
         self._stop = stop
         self._position = position
         self._flow = flow
+        self._breaker = breaker
+        self._part = part
+        self._held: deque[Any] = deque()  # read, not yet handed out (careful replay)
+        self._wait = False
 
     def next_batch(self) -> list[Any]:
         if self._stop.is_set():
             raise StopIteration()
-        batch = cast(list[Any], self._inner.next_batch())  # Kafka's partition: a list
-        if batch:
-            if self._position is not None:
+        self._wait = False
+        if self._held:
+            batch = self._careful([])
+        else:
+            batch = cast(list[Any], self._inner.next_batch())  # Kafka's partition: a list
+            if batch and self._position is not None:
                 self._position.next = self._inner.snapshot()  # the next offset to read
-            if self._flow is not None:
-                self._flow.read.inc(len(batch))
-                self._flow.batch_in.observe(len(batch))
+            if self._breaker is not None and batch:
+                self._breaker.was_read(self._part, batch[-1].offset + 1)
+                batch = self._careful(batch)
+        if batch and self._flow is not None:
+            self._flow.read.inc(len(batch))
+            self._flow.batch_in.observe(len(batch))
         return batch
 
+    def _careful(self, batch: list[Any]) -> list[Any]:
+        """``batch`` less the breaker's skip list; one record at a time while careful."""
+        b = self._breaker
+        assert b is not None
+        self._held.extend(m for m in batch if not b.skipped(self._part, m.offset))
+        out: list[Any] = []
+        while self._held:
+            msg = self._held[0]
+            if b.skipped(self._part, msg.offset):
+                self._held.popleft()
+                continue
+            if not b.careful(self._part, msg.offset):
+                out.append(self._held.popleft())
+                continue
+            if out or not b.may_hand():
+                self._wait = True
+                break
+            self._held.popleft()
+            b.handed((self._part[0], self._part[1], msg.offset), msg)
+            out.append(msg)
+            self._wait = True
+            break
+        return out
+
     def next_awake(self):
+        if self._wait:
+            return datetime.now(UTC) + CAREFUL_POLL
         return self._inner.next_awake()
 
     def snapshot(self) -> Any:
-        return self._inner.snapshot()
+        offset = self._held[0].offset if self._held else self._inner.snapshot()
+        if self._breaker is None:
+            return offset
+        return {"offset": offset, "skip": self._breaker.skips_from(self._part, offset or 0)}
 
     def close(self) -> None:
         self._inner.close()
+
+
+def _resume_offset(state: Any, breaker: Breaker | None, part: tuple[str, int]) -> Any:
+    """The offset a snapshot resumes from; its skip list goes back to the breaker."""
+    if not isinstance(state, dict):
+        return state  # a bare offset (or None): snapshots from before the breaker
+    if breaker is not None:
+        breaker.resumed(part, state.get("skip") or [])
+    return state.get("offset")
 
 
 class StoppableKafkaSource(KafkaSource):
@@ -68,6 +128,7 @@ class StoppableKafkaSource(KafkaSource):
         stop: threading.Event,
         add_config: dict[str, str] | None = None,
         ready_s: float = 30.0,
+        breaker: Breaker | None = None,
         **kwargs: Any,
     ):
         super().__init__(brokers, topics, add_config=add_config, **kwargs)
@@ -75,6 +136,7 @@ class StoppableKafkaSource(KafkaSource):
         self._ready_config = {"bootstrap.servers": ",".join(brokers), **(add_config or {})}
         self._ready_topics = list(topics)
         self._ready_s = ready_s
+        self.breaker = breaker
 
     def list_parts(self) -> list[str]:
         wait_for_topics(self._ready_config, self._ready_topics, self._ready_s, self.stop)
@@ -84,11 +146,16 @@ class StoppableKafkaSource(KafkaSource):
     def build_part(  # type: ignore[override]
         self, step_id: str, for_part: str, resume_state: Any
     ) -> _StoppablePartition:
-        inner = super().build_part(step_id, for_part, resume_state)
         flow = step_id.split(".", 1)[0]  # "<flow id>.<step>"
         idx, _, topic = for_part.partition("-")  # Bytewax names a partition "<index>-<topic>"
+        part = (topic, int(idx))
+        inner = super().build_part(
+            step_id, for_part, _resume_offset(resume_state, self.breaker, part)
+        )
         start = inner.snapshot()
         position = LAG.track(
             flow, self._ready_config, topic, int(idx), start if start is not None else OFFSET_END
         )
-        return _StoppablePartition(inner, self.stop, position, FlowMetrics(flow))
+        return _StoppablePartition(
+            inner, self.stop, position, FlowMetrics(flow), self.breaker, part
+        )

@@ -91,7 +91,24 @@ def cmd_status(s: Settings, args: argparse.Namespace) -> int:
         print(f"readyz {code}: {json.dumps(body.get('checks', {}))}")
     else:
         print("readyz: no answer")
-    return 0 if code == 200 else 1
+    ingest, checks = _get_json(s, "/healthz/ingest")
+    if ingest == 503:
+        print(
+            f"ingest CRASH-LOOPING: {checks.get('restarts')} restarts in "
+            f"{checks.get('window_s', 300):.0f} s; adds answer 50301 (see the node's log)"
+        )
+    elif ingest == 200:
+        print(f"ingest ok ({checks.get('restarts', 0)} restarts in the last 5 min)")
+    return 0 if code == 200 and ingest != 503 else 1
+
+
+def _get_json(s: Settings, path: str, timeout: float = 3.0) -> tuple[int, dict]:
+    """A GET of the node's ``path``: its status and body's ``checks`` ((0, {}): no answer)."""
+    try:
+        resp = httpx.get(f"{api_base_url(s)}{path}", timeout=timeout, verify=client_verify(s))
+        return resp.status_code, dict(resp.json().get("checks") or {})
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return 0, {}
 
 
 def cmd_config_show(s: Settings, args: argparse.Namespace) -> int:
@@ -134,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
     """Commands whose modules live beside this one; each registers its own parser."""
     from ops import (
+        dlq_cmd,
         extract_cmd,
         keys_cmd,
         lifecycle_cmd,
@@ -155,6 +173,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         keys_cmd,
         process_cmd,
         tail_cmd,
+        dlq_cmd,
     ):
         mod.add_parser(sub)
     from memstream import mcp_server  # the client package: MCP tools over the HTTP API

@@ -13,12 +13,15 @@ import logging
 import sys
 import threading
 import time
+from functools import partial
 
 import uvicorn
 
 from core.logs import setup_logging
 from core.settings import Settings, SettingsError, get_settings
+from dataflows.breaker import Breaker
 from dataflows.ingest.flow import build_flow as build_ingest
+from dataflows.ingest.sink import dead_letter_messages
 from dataflows.lifecycle.flow import build_flow as build_lifecycle
 from dataflows.lifecycle.schedule import LifecyclePasses
 from dataflows.lifecycle.submit import KafkaVia
@@ -30,6 +33,7 @@ from recall_api.changes import follow_changes
 from recall_api.serving import api_base_url, server_config
 from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch, StoreUnavailable
+from sinks.flow_health import RestartLog
 from sinks.keystore import check_bind
 from sinks.stores import Stores
 
@@ -66,16 +70,24 @@ def serve(settings: Settings) -> None:
         target=_ensure_topics_forever, args=(stores, stop), name="ensure-topics", daemon=True
     )
     topics.start()
+    breaker = Breaker("ingest")  # lives as long as the process; the flow is rebuilt
     ingest = FlowThread(
         "ingest",
-        lambda: build_ingest(rt),
+        lambda: build_ingest(rt, breaker=breaker),
         settings.data_path,
         stop=rt.stop,
         on_failure=rt.cache.clear,
+        breaker=breaker,
+        dead_letter=partial(dead_letter_messages, rt),
+        restart_log=RestartLog("ingest", stores.redis.client),
     )
     ingest.start()
     lifecycle = FlowThread(
-        "lifecycle", lambda: build_lifecycle(rt), settings.data_path, stop=rt.stop
+        "lifecycle",
+        lambda: build_lifecycle(rt),
+        settings.data_path,
+        stop=rt.stop,
+        restart_log=RestartLog("lifecycle", stores.redis.client),
     )
     lifecycle.start()
     passes = LifecyclePasses(rt, KafkaVia(stores))  # periodic passes; stop with rt.stop

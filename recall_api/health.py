@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -12,6 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from recall_api.errors import plain_json
 from recall_api.metrics import READY
 from schemas.api import Health
+from sinks.flow_health import LOOP_RESTARTS, LOOP_WINDOW_S, LoopWatch
 
 router = APIRouter(tags=["health"])
 
@@ -37,6 +39,28 @@ async def readyz(request: Request) -> JSONResponse:
         "took_ms": round((time.perf_counter() - started) * 1000, 1),
     }
     return JSONResponse(body, status_code=200 if ok else 503)
+
+
+def ingest_watch(state: Any) -> LoopWatch:
+    """The app's view of the ingest flow's restarts (``sinks.flow_health``), made once."""
+    watch = getattr(state, "ingest_watch", None)
+    if watch is None:
+        stores = state.stores
+        watch = state.ingest_watch = LoopWatch(lambda: stores.redis.client)
+    return watch
+
+
+@router.get("/healthz/ingest", response_model=Health, responses={503: {"model": Health}})
+async def healthz_ingest(request: Request) -> JSONResponse:
+    """503 while the ingest flow is crash-looping (>= 3 restarts in 5 minutes, in any
+    process): adds are accepted by nobody then. Recall is unaffected (``/readyz``)."""
+    restarts = await asyncio.to_thread(ingest_watch(request.app.state).restarts)
+    looping = restarts >= LOOP_RESTARTS
+    body = {
+        "status": "crash_looping" if looping else "ok",
+        "checks": {"restarts": restarts, "window_s": LOOP_WINDOW_S, "flow": "ingest"},
+    }
+    return JSONResponse(body, status_code=503 if looping else 200)
 
 
 @router.get("/metrics", response_model=None, response_class=PlainTextResponse)

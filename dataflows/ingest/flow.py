@@ -32,7 +32,14 @@ from dataflows.ingest.embed import embed_all, prepare
 from dataflows.ingest.extract import extract
 from dataflows.ingest.fence import Fences, fenced
 from dataflows.ingest.guard import guarded
-from dataflows.ingest.items import Applied, Extracted, Incoming, IncomingCommand, Rejected
+from dataflows.ingest.items import (
+    Applied,
+    Extracted,
+    Incoming,
+    IncomingCommand,
+    Rejected,
+    replay_of,
+)
 from dataflows.ingest.items import Source as Origin
 from dataflows.ingest.overlap import Flight, collect_and_launch
 from dataflows.ingest.parse import parse_command, parse_conversation
@@ -99,7 +106,13 @@ def build_flow(
 
     def parse(msg: KafkaSourceMessage):
         origin = Origin(
-            msg.topic or "", msg.partition or 0, msg.offset or 0, msg.key, msg.value, _ts_s(msg)
+            msg.topic or "",
+            msg.partition or 0,
+            msg.offset or 0,
+            msg.key,
+            msg.value,
+            _ts_s(msg),
+            replay_of(msg.headers),
         )
         parser = parse_command if msg.topic == commands_topic else parse_conversation
         return guarded(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,20 @@ class Source:
     key: bytes | None
     value: bytes | None
     ts_s: float = 0.0  # the Kafka timestamp, epoch seconds (0: none), for freshness
+    # "<dlq partition>:<offset>" when `memstream dlq replay` re-drove it (ops.dlq_cmd):
+    # if it fails again, its DLQ record says so and is not re-driven again by default
+    replay_of: str | None = None
+
+
+REPLAY_HEADER = "replay_of"
+
+
+def replay_of(headers: Sequence[tuple[str, bytes | None]] | None) -> str | None:
+    """The ``replay_of`` header of a Kafka record, if it has one."""
+    for key, value in headers or ():
+        if key == REPLAY_HEADER and value:
+            return value.decode("utf-8", "replace")[:64]
+    return None
 
 
 @dataclass(frozen=True)
@@ -85,3 +100,6 @@ class Applied:
     command_results: list[tuple[str, dict]] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     event_s: list[float] = field(default_factory=list)  # the inputs' event times (Source.ts_s)
+    # the Kafka records this decision stands for: the sink dead-letters them if the
+    # write fails for their data alone, and reports them done to the breaker
+    sources: list[Source] = field(default_factory=list)

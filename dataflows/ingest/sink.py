@@ -2,12 +2,21 @@
 
 Order matters: memories and change-log rows are durable (ClickHouse, then Milvus)
 before a task is reported done or a command's caller is answered.
+
+A write that fails for the data of what it carries (a value a store or a driver cannot
+take: ``guard.is_data_error``) is bisected: the halves are written alone until the
+decisions that fail alone are found; each is dead-lettered (its Kafka records to
+``memory.dlq`` with the reason, its tasks ``failed``, its users' hot entries dropped so
+they reload from the stores) and the rest is stored (docs/operations.md#poison-records).
+Writes are idempotent (deterministic ids, versions), so writing a half again is harmless.
+An infrastructure error still raises: the flow restarts and nothing is lost.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
@@ -15,10 +24,15 @@ from confluent_kafka import KafkaException
 
 from core import metrics
 from core.write_batch import WriteBatch
-from dataflows.ingest.items import Applied, Rejected
+from dataflows.breaker import Breaker
+from dataflows.ingest.guard import describe, is_data_error
+from dataflows.ingest.items import REPLAY_HEADER, Applied, Rejected, Source, replay_of
 from dataflows.runtime import Runtime
 from schemas.commands import result_key
+from schemas.errors import ErrorCode
 from schemas.events import TOPIC_DLQ
+from schemas.tenants import UserKey
+from sinks.tasks import TaskResult
 
 log = logging.getLogger(__name__)
 RESULT_TTL_S = 600
@@ -41,6 +55,7 @@ def merge_applied(items: list[Applied]) -> Applied:
         merged.results.extend(a.results)
         merged.command_results.extend(a.command_results)
         merged.rejected.extend(a.rejected)
+        merged.sources.extend(a.sources)
     merged.batch.memories = list(latest.values())
     return merged
 
@@ -68,6 +83,8 @@ def send_to_dlq(rt: Runtime, rejected: list[Rejected]) -> None:
             "source_partition": str(src.partition).encode(),
             "source_offset": str(src.offset).encode(),
         }
+        if src.replay_of is not None:
+            headers[REPLAY_HEADER] = src.replay_of.encode()
         value = src.value
         try:
             bus.producer.produce(
@@ -99,24 +116,62 @@ def send_to_dlq(rt: Runtime, rejected: list[Rejected]) -> None:
         bus.flush(10)
 
 
+def dead_letter_messages(rt: Runtime, messages: list[Any], reason: str) -> None:
+    """Kafka records (``KafkaSourceMessage``) the breaker blamed, to ``memory.dlq``."""
+    send_to_dlq(
+        rt,
+        [
+            Rejected(
+                reason,
+                Source(
+                    m.topic or "",
+                    m.partition or 0,
+                    m.offset or 0,
+                    m.key,
+                    m.value,
+                    0.0,
+                    replay_of(m.headers),
+                ),
+            )
+            for m in messages
+        ],
+    )
+    metrics.INGEST.dlq.inc(len(messages))
+
+
 def _sink_stage(part: str):
     return metrics.ingest_stage(f"sink_{part}")
 
 
 class _Partition(StatelessSinkPartition[Applied]):
-    def __init__(self, rt: Runtime):
+    def __init__(self, rt: Runtime, breaker: Breaker | None = None):
         self.rt = rt
+        self.breaker = breaker
 
     def write_batch(self, items: list[Applied]) -> None:
         for run in runs(items):
-            self._write(run)
+            self._write_or_split(run)
+
+    def _write_or_split(self, items: list[Applied]) -> None:
+        try:
+            self._write(items)
+        except Exception as exc:
+            if not is_data_error(exc):
+                raise
+            if len(items) > 1:
+                half = len(items) // 2
+                self._write_or_split(items[:half])
+                self._write_or_split(items[half:])
+            else:
+                self._dead_letter(items[0], describe("sink", exc))
 
     def _write(self, items: list[Applied]) -> None:
         merged = merge_applied(items)
         self.rt.memories.write(merged.batch, _sink_stage)
         with metrics.ingest_stage("sink_tasks"):
-            send_to_dlq(self.rt, merged.rejected)
             self.rt.tasks.finish(merged.results)
+            self._answer(merged.command_results)
+            send_to_dlq(self.rt, merged.rejected)
         m = metrics.INGEST  # durable now: count what this write made so
         m.batch_sink.observe(len(items))
         m.dlq.inc(len(merged.rejected))
@@ -124,19 +179,75 @@ class _Partition(StatelessSinkPartition[Applied]):
         for a in items:
             m.out.inc(len(a.event_s))
             m.fresh_since(a.event_s)
-        if merged.command_results:
+        self._done(merged)
+        self.rt.stores.kafka.producer.poll(0)
+
+    def _answer(self, command_results: list[tuple[str, dict]]) -> None:
+        if command_results:
             pipe = self.rt.stores.redis.client.pipeline()
-            for result_id, result in merged.command_results:
+            for result_id, result in command_results:
                 key = result_key(result_id)
                 pipe.rpush(key, json.dumps(result, default=str))
                 pipe.expire(key, RESULT_TTL_S)
             pipe.execute()
-        self.rt.stores.kafka.producer.poll(0)
+
+    def _dead_letter(self, bad: Applied, reason: str) -> None:
+        """``bad`` failed alone for its data: nothing of it is stored; its records go to
+        the DLQ, its tasks end failed and its callers are answered, where their own ids
+        can still be written (an id that broke the write is skipped, and logged)."""
+        log.warning("a write failed for its data alone", extra={"fields": {"reason": reason}})
+        users = {UserKey(r.tenant_id, r.user_id) for r in bad.results}
+        users.update(UserKey(m.tenant_id, m.user_id) for m in bad.batch.memories)
+        for user in users:  # the writer updated them ahead of the write that failed
+            self.rt.cache.invalidate(user.user_id, tenant=user.tenant)
+        answer = {"code": int(ErrorCode.BAD_PARAMETER), "msg": f"the command was refused: {reason}"}
+        for r in bad.results:
+            failed = TaskResult(
+                r.task_id,
+                r.user_id,
+                failed=True,
+                code=int(ErrorCode.BAD_PARAMETER),
+                reason=reason,
+                tenant_id=r.tenant_id,
+            )
+            _unless_data_error(self.rt.tasks.finish, [failed])
+        for result_id, _ in bad.command_results:
+            _unless_data_error(self._answer, [(result_id, answer)])
+        refused = {(r.source.topic, r.source.partition, r.source.offset) for r in bad.rejected}
+        rejected = [
+            Rejected(reason, src)
+            for src in bad.sources
+            if (src.topic, src.partition, src.offset) not in refused
+        ] + bad.rejected
+        send_to_dlq(self.rt, rejected)
+        metrics.INGEST.dlq.inc(len(rejected))
+        if not rejected:
+            log.error("a write failed for its data, and no Kafka record stands for it")
+        self._done(bad)
+
+    def _done(self, applied: Applied) -> None:
+        if self.breaker is not None:
+            self.breaker.done(
+                (s.topic, s.partition, s.offset)
+                for s in [*applied.sources, *(r.source for r in applied.rejected)]
+            )
+
+
+def _unless_data_error(write: Callable[[list[Any]], None], arg: list[Any]) -> None:
+    try:
+        write(arg)
+    except Exception as exc:
+        if not is_data_error(exc):
+            raise
+        log.warning(
+            "a result could not be written", extra={"fields": {"error": type(exc).__name__}}
+        )
 
 
 class MemorySink(DynamicSink[Applied]):
-    def __init__(self, rt: Runtime):
+    def __init__(self, rt: Runtime, breaker: Breaker | None = None):
         self.rt = rt
+        self.breaker = breaker
 
     def build(self, step_id: str, worker_index: int, worker_count: int) -> _Partition:
-        return _Partition(self.rt)
+        return _Partition(self.rt, self.breaker)

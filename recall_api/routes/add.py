@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import OUTAGES, ApiError, ok, unavailable
+from recall_api.health import ingest_watch
 from recall_api.idempotency import (
     Idempotency,
     caller_identity,
@@ -76,6 +77,12 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
                 ErrorCode.BAD_PARAMETER,
                 f"messages[{i}].content exceeds {s.max_message_bytes} bytes",
             )
+    if ingest_watch(request.app.state).looping():  # accepted now, it would not be stored
+        raise ApiError(
+            ErrorCode.UNAVAILABLE,
+            "the ingest flow is crash-looping (see GET /healthz/ingest): nothing was "
+            "accepted; retry later",
+        )
     request_id = body.request_id or new_request_id()
     t = caller.tenant
     who = caller_identity(caller.kid, body.app_id)
