@@ -36,6 +36,7 @@ from sinks.tasks import TaskResult
 
 log = logging.getLogger(__name__)
 RESULT_TTL_S = 600
+STORED = "its memories were stored before its status could not be written"
 DLQ_KEEP_BYTES = 512 * 1024
 
 
@@ -163,14 +164,21 @@ class _Partition(StatelessSinkPartition[Applied]):
                 self._write_or_split(items[:half])
                 self._write_or_split(items[half:])
             else:
-                self._dead_letter(items[0], describe("sink", exc))
+                stored = STORED in getattr(exc, "__notes__", ())
+                self._dead_letter(
+                    items[0], describe("sink", exc) + (f" ({STORED})" if stored else "")
+                )
 
     def _write(self, items: list[Applied]) -> None:
         merged = merge_applied(items)
         self.rt.memories.write(merged.batch, _sink_stage)
         with metrics.ingest_stage("sink_tasks"):
-            self.rt.tasks.finish(merged.results)
-            self._answer(merged.command_results)
+            try:
+                self.rt.tasks.finish(merged.results)
+                self._answer(merged.command_results)
+            except Exception as exc:
+                exc.add_note(STORED)  # the DLQ reason must not say "not stored"
+                raise
             send_to_dlq(self.rt, merged.rejected)
         m = metrics.INGEST  # durable now: count what this write made so
         m.batch_sink.observe(len(items))
@@ -192,9 +200,11 @@ class _Partition(StatelessSinkPartition[Applied]):
             pipe.execute()
 
     def _dead_letter(self, bad: Applied, reason: str) -> None:
-        """``bad`` failed alone for its data: nothing of it is stored; its records go to
-        the DLQ, its tasks end failed and its callers are answered, where their own ids
-        can still be written (an id that broke the write is skipped, and logged)."""
+        """``bad`` failed alone for its data: its records go to the DLQ, its tasks end
+        failed and its callers are answered, where their own ids can still be written (an
+        id that broke the write is skipped, and logged). Its memories are not stored when
+        a store refused them; when only its status or answer could not be written, they
+        are, and the reason says so (a replay after a fix writes the same ids again)."""
         log.warning("a write failed for its data alone", extra={"fields": {"reason": reason}})
         users = {UserKey(r.tenant_id, r.user_id) for r in bad.results}
         users.update(UserKey(m.tenant_id, m.user_id) for m in bad.batch.memories)
