@@ -10,8 +10,10 @@ The one 5xx allowed is the designed 50401 of a recall given its own ``timeout_ms
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from datetime import datetime
+from urllib.parse import quote, urlencode
 
 import hypothesis
 import hypothesis.errors
@@ -25,7 +27,7 @@ EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "10"))
 
 
 @pytest.fixture(scope="module")
-def fuzz_schema(api, runtime, ingest, stores):
+def fuzz_app(api, runtime, ingest, stores):
     from dataflows.lifecycle.schedule import LifecyclePasses
     from dataflows.lifecycle.submit import KafkaVia
     from recall_api.app import create_app
@@ -38,7 +40,12 @@ def fuzz_schema(api, runtime, ingest, stores):
 
     app = create_app(runtime.settings, stores, api.app.state.services)
     app.state.lifecycle_runner = lifecycle_runner
-    return schemathesis.openapi.from_asgi("/openapi.json", app)
+    return app
+
+
+@pytest.fixture(scope="module")
+def fuzz_schema(fuzz_app):
+    return schemathesis.openapi.from_asgi("/openapi.json", fuzz_app)
 
 
 def check(case) -> None:
@@ -83,3 +90,122 @@ def test_no_generated_request_gets_a_server_error(fuzz_schema) -> None:
             run()
         except hypothesis.errors.Unsatisfiable:
             assert mode is schemathesis.GenerationMode.NEGATIVE  # nothing to get wrong
+
+
+# ---------------------------------------------------------------- the text rule
+# Every string the OpenAPI document says an operation takes — path and query parameters,
+# body fields at any depth, list items, keys of free-form objects — given a lone surrogate
+# (the JSON escape \ud83d; in a URL its UTF-8 bytes), NUL, or a control character
+# (docs/api.md#text). Enumerated from /openapi.json, so a new route is covered unasked.
+BAD = {"surrogate": "\ud83d", "nul": "\x00", "esc": "\x1b", "newline": "\n"}
+NOT_TEXT = ("surrogate", "nul")  # refused in every string: exactly 40001
+
+
+def _resolve(doc: dict, schema: dict) -> dict:
+    while "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def _sample(doc: dict, schema: dict, depth: int = 0) -> object:
+    """A plausible value of ``schema``: every property present, strings ``"x"``."""
+    schema = _resolve(doc, schema)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [o for o in schema[key] if _resolve(doc, o).get("type") != "null"]
+            return _sample(doc, options[0], depth) if options else None
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        if depth > 4:
+            return {}
+        out = {k: _sample(doc, v, depth + 1) for k, v in schema.get("properties", {}).items()}
+        if not out and schema.get("additionalProperties", True) is not False:
+            out = {"k": "x"}
+        return out
+    if kind == "array":
+        return [_sample(doc, schema.get("items", {}), depth + 1)]
+    if kind == "integer":
+        return max(1, int(schema.get("minimum", 1)))
+    if kind == "number":
+        return 0.5
+    if kind == "boolean":
+        return False
+    if schema.get("format") == "date-time":
+        return "2025-01-01T00:00:00Z"
+    return "x"
+
+
+def _variants(value: object, bad: str) -> list[object]:
+    """``value`` once per string in it (a key or a value), that string made bad."""
+    if isinstance(value, str):
+        return [value + bad]
+    out: list[object] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += [{**value, k: sub} for sub in _variants(v, bad)]
+            out.append({(kk + bad if kk == k else kk): vv for kk, vv in value.items()})
+    elif isinstance(value, list):
+        out += [
+            [*value[:i], sub, *value[i + 1 :]]
+            for i, v in enumerate(value)
+            for sub in _variants(v, bad)
+        ]
+    return out
+
+
+def _requests(doc: dict, bad: str) -> list[tuple[str, str, str | None, str]]:
+    """(method, url, JSON body, what was made bad) for every string of every operation."""
+    out = []
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            params = op.get("parameters", [])
+            path_ps = {p["name"]: "x" for p in params if p["in"] == "path"}
+            query = {
+                p["name"]: _sample(doc, p.get("schema", {})) for p in params if p["in"] == "query"
+            }
+            content = op.get("requestBody", {}).get("content", {}).get("application/json")
+            body = _sample(doc, content["schema"]) if content else None
+
+            def url(ps: dict, q: dict, path: str = path) -> str:
+                # a surrogate travels in a URL as its UTF-8 bytes (%ED%A0%BD)
+                filled = path.format(
+                    **{k: quote(str(v).encode("utf-8", "surrogatepass")) for k, v in ps.items()}
+                )
+                return f"{filled}?{urlencode(q, encoding='utf-8', errors='surrogatepass')}"
+
+            dump = json.dumps(body) if body is not None else None
+            for name in path_ps:
+                out.append((method, url({**path_ps, name: "x" + bad}, query), dump, f"path {name}"))
+            for name, value in query.items():  # a number's text made bad too
+                q = {**query, name: f"{value}{bad}"}
+                out.append((method, url(path_ps, q), dump, f"query {name}"))
+            for variant in _variants(body, bad) if body is not None else []:
+                out.append((method, url(path_ps, query), json.dumps(variant), "body"))
+    return out
+
+
+@pytest.mark.parametrize("kind", BAD)
+def test_bad_text_in_every_string_and_parameter_never_gets_a_server_error(fuzz_app, kind):
+    from fastapi.testclient import TestClient
+
+    doc = fuzz_app.openapi()
+    client = TestClient(fuzz_app, raise_server_exceptions=False)
+    sent = _requests(doc, BAD[kind])
+    assert len(sent) > 100, len(sent)  # every route, every string
+    for method, url, body, what in sent:
+        headers = {"content-type": "application/json"}
+        resp = client.request(method.upper(), url, content=body, headers=headers)
+        where = (method, url, what, body and body[:300])
+        assert resp.status_code < 500 or _own_timeout(resp, body), (where, resp.text[:300])
+        if not url.startswith(("/memory/", "/admin/")):
+            continue
+        out = resp.json()
+        if kind in NOT_TEXT:  # a URL's surrogate bytes arrive as U+FFFD: a valid unknown id
+            allowed = (40001,) if what == "body" else (40001, 40101, 40401)
+            assert out["code"] in allowed, (where, out)
+
+
+def _own_timeout(resp, body: str | None) -> bool:
+    return resp.json().get("code") == 50401 and body is not None and "timeout_ms" in body
