@@ -32,6 +32,7 @@ cover every tenant.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -95,6 +96,7 @@ def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> Response:
     store = request.app.state.stores.clickhouse
     tenant = None if caller.role is None else caller.tenant
     timeout_s = request.app.state.settings.sql_timeout_s
+    wait = math.ceil(timeout_s)  # a running query ends within its time limit
     try:
         with gate_of(request).hold(tenant):
             columns, rows = store.query_readonly(
@@ -103,9 +105,10 @@ def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> Response:
     except TenantBusy:
         who = "this node" if tenant is None else f"tenant {tenant}"
         msg = f"{who} already runs a SQL query: one at a time, send this one when it ends"
-        raise ApiError(ErrorCode.RATE_LIMITED, msg) from None
+        raise ApiError(ErrorCode.RATE_LIMITED, msg, retry_after=wait) from None
     except SqlBusy as exc:  # every SQL session runs another tenant's query
-        raise ApiError(ErrorCode.RATE_LIMITED, f"the node's SQL sessions are busy: {exc}") from None
+        msg = f"the node's SQL sessions are busy: {exc}"
+        raise ApiError(ErrorCode.RATE_LIMITED, msg, retry_after=wait) from None
     except SqlRefused as exc:  # what a tenant may not read, or a second statement
         raise ApiError(ErrorCode.BAD_PARAMETER, f"query refused: {exc}") from None
     except SqlFailed as exc:  # ClickHouse's reason, by code: its message quotes the SQL
