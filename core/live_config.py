@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.settings import APP_OVERRIDABLE, ENV_PREFIX, Settings, SettingsError
-from schemas.limits import check_scope_text, first_bad_text
+from schemas.limits import check_id_text, first_bad_text
 
 APP_PREFIX = "app/"
 
@@ -152,8 +152,10 @@ def check_live_name(key: ConfigKey) -> None:
             "and restart. Only thresholds are live."
         )
     if key.app_id is not None:
-        try:  # the app_id rule of every edge (docs/api.md#text)
-            check_scope_text(key.app_id, "an app_id")
+        if not 1 <= len(key.app_id) <= 128:
+            raise ConfigRefused(f"{key.label}: an app_id is 1-128 characters")
+        try:  # the id rule of every edge (docs/api.md#text)
+            check_id_text(key.app_id, "an app_id")
         except ValueError as exc:
             raise ConfigRefused(f"{key.name}: {exc}") from None
         if name not in APP_OVERRIDABLE:
