@@ -35,6 +35,7 @@ from schemas.events import (
     TOPIC_DLQ,
     TOPIC_RECALL_HITS,
 )
+from sinks.errors import StoreError
 from sinks.kafka import KafkaBus
 
 REDRIVABLE = (TOPIC_CONVERSATIONS, TOPIC_COMMANDS, TOPIC_RECALL_HITS, TOPIC_CONFIG)
@@ -199,6 +200,8 @@ def run_replay(args: argparse.Namespace) -> int:
     consumer = _consumer(bus)
     counts = {"redriven": 0, "skipped_replayed": 0, "skipped_topic": 0}
     try:
+        if not args.dry_run:
+            bus.setup()  # the producer (idempotent, acks=all)
         for d in read_dlq(consumer, bus.topic(TOPIC_DLQ), args.timeout):
             base = _base(bus, d.source_topic)
             if not matches(d, args, base):
@@ -223,11 +226,12 @@ def run_replay(args: argparse.Namespace) -> int:
         if not args.dry_run and bus.flush(args.timeout):
             print("memstream dlq: some records were not acknowledged", file=sys.stderr)
             return 1
-    except KafkaException as exc:
+    except (KafkaException, StoreError) as exc:
         print(f"memstream dlq: kafka at {bus.bootstrap}: {exc}", file=sys.stderr)
         return 1
     finally:
         consumer.close()
+        bus.close()
     verb = "would re-drive" if args.dry_run else "re-driven"
     print(json.dumps({"action": verb, **counts}))
     return 0

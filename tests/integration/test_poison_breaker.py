@@ -243,3 +243,60 @@ def test_an_infrastructure_error_dead_letters_nothing(private, user_id) -> None:
     finally:
         rt.stop.set()
         thread.join(30)
+
+
+def _dlq_cli(p: Private, tmp_path: Path, *args: str) -> dict:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "MEMSTREAM_KAFKA_BOOTSTRAP": p.bootstrap,
+        "MEMSTREAM_KAFKA_TOPIC_PREFIX": p.prefix,
+        "MEMSTREAM_DATA_DIR": str(tmp_path),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "ops.cli", "dlq", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_dlq_replay_redrives_after_a_fix_and_never_loops(private, user_id, tmp_path) -> None:
+    broken = dataclasses.replace(private.rt, tasks=PoisonTasks(private.rt.tasks))
+    thread = _run(broken, None, Breaker("ingest"))
+    marker = uuid.uuid4().hex
+    fixed_later = _event(user_id, f"POISON-{marker}-a", f"I keep bees. {marker}")
+    try:
+        _produce(private, [fixed_later])
+        wait_for(lambda: len(_dlq(private, marker, 0.5)) == 1, 60, what="dead-lettered")
+        # still broken: the replayed record fails again and goes back to the DLQ once
+        assert _dlq_cli(private, tmp_path, "replay", "--reason", "sink failed")["redriven"] == 1
+        wait_for(lambda: len(_dlq(private, marker, 0.5)) == 2, 60, what="failed again")
+        again = [m for m in _dlq(private, marker) if "replay_of" in dict(m.headers())]
+        assert len(again) == 1
+        listed = _dlq_cli(private, tmp_path, "list", "--reason", "sink failed", "--limit", "1")
+        assert listed["error"].startswith("sink failed") and "bytes" in listed
+    finally:
+        private.rt.stop.set()
+        thread.join(30)
+
+    # the cause fixed (the ordinary task store): a replay stores it; the copy that failed
+    # after a replay is passed over, so nothing loops
+    fixed = dataclasses.replace(private.rt, stop=threading.Event())
+    thread = _run(fixed, None, Breaker("ingest"))
+    try:
+        result = _dlq_cli(private, tmp_path, "replay", "--reason", "sink failed")
+        assert result["redriven"] == 1 and result["skipped_replayed"] == 1
+        wait_for(lambda: _done(fixed, fixed_later["task_id"]), 60, what="stored after the fix")
+        assert fixed.memories.ids(user_id, tenant="default")
+        time.sleep(2)
+        assert len(_dlq(private, marker)) == 2, "nothing failed again"
+    finally:
+        fixed.stop.set()
+        thread.join(30)
