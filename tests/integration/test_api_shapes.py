@@ -153,6 +153,7 @@ def test_real_answers_validate_against_their_declared_model(
     call("GET", "/console/v1/whoami")
     call("GET", "/healthz")
     call("GET", "/readyz")
+    call("GET", "/healthz/ingest")
     call("GET", "/admin/v1/stats")
     call("POST", "/admin/v1/sql", {"query": "SELECT 1 AS one, now() AS at"})
     summary = call("POST", "/admin/v1/lifecycle/run", {"now": datetime.now().isoformat()})
