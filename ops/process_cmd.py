@@ -249,14 +249,20 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
                 plan.recovery_dir, plan.partitions, plan.process_id or 0, plan.processes
             )
             rc = RecoveryConfig(plan.recovery_dir, timedelta(seconds=plan.backup_s))
-        cli_main(
-            flow,
-            workers_per_process=plan.workers,
-            process_id=plan.process_id,
-            addresses=list(plan.addresses) or None,
-            epoch_interval=timedelta(seconds=plan.snapshot_s),
-            recovery_config=rc,
-        )
+        try:
+            cli_main(
+                flow,
+                workers_per_process=plan.workers,
+                process_id=plan.process_id,
+                addresses=list(plan.addresses) or None,
+                epoch_interval=timedelta(seconds=plan.snapshot_s),
+                recovery_config=rc,
+            )
+        except Exception:  # the supervisor restarts this process: every API sees the loop
+            from sinks.flow_health import RestartLog
+
+            RestartLog(plan.flow, stores.redis.client).restarted()
+            raise
     finally:
         if passes is not None:
             rt.stop.set()
@@ -276,9 +282,12 @@ def runs_passes(plan: FlowPlan) -> bool:
 def _build_flow(name: str, rt, workers: int):  # noqa: ANN001, ANN202 - Runtime, Dataflow (lazy)
     """The flow for a cluster of ``workers`` workers in all (ingest: one embed shard each)."""
     if name == "ingest":
+        from dataflows.breaker import Breaker
         from dataflows.ingest.flow import build_flow as build_ingest
 
-        return build_ingest(rt, workers=workers)
+        # the process is restarted by its supervisor: the sink's bisection and the skip
+        # list of the recovery snapshot hold, the careful replay needs in-process restarts
+        return build_ingest(rt, workers=workers, breaker=Breaker("ingest"))
     from dataflows.lifecycle.flow import build_flow as build_lifecycle
 
     return build_lifecycle(rt)
