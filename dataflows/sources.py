@@ -28,6 +28,7 @@ from confluent_kafka import OFFSET_END
 
 from core.metrics import FlowMetrics
 from dataflows.breaker import Breaker
+from dataflows.idle import QUIET_CONSUMER, no_wait, thread_idle
 from dataflows.lag import LAG, Position
 from sinks.kafka import wait_for_topics
 
@@ -45,6 +46,7 @@ class _StoppablePartition(StatefulSourcePartition):
         part: tuple[str, int] = ("", 0),
     ):
         self._inner = inner
+        no_wait(inner)  # consume never blocks the worker (dataflows.idle)
         self._stop = stop
         self._position = position
         self._flow = flow
@@ -69,6 +71,7 @@ class _StoppablePartition(StatefulSourcePartition):
         if batch and self._flow is not None:
             self._flow.read.inc(len(batch))
             self._flow.batch_in.observe(len(batch))
+        thread_idle().read(len(batch) + len(self._held))
         return batch
 
     def _careful(self, batch: list[Any]) -> list[Any]:
@@ -98,7 +101,7 @@ class _StoppablePartition(StatefulSourcePartition):
     def next_awake(self):
         if self._wait:
             return datetime.now(UTC) + CAREFUL_POLL
-        return self._inner.next_awake()
+        return self._inner.next_awake() or thread_idle().next_awake()  # idle: dataflows.idle
 
     def snapshot(self) -> Any:
         offset = self._held[0].offset if self._held else self._inner.snapshot()
@@ -131,6 +134,7 @@ class StoppableKafkaSource(KafkaSource):
         breaker: Breaker | None = None,
         **kwargs: Any,
     ):
+        add_config = {**QUIET_CONSUMER, **(add_config or {})}  # dataflows.idle
         super().__init__(brokers, topics, add_config=add_config, **kwargs)
         self.stop = stop
         self._ready_config = {"bootstrap.servers": ",".join(brokers), **(add_config or {})}
