@@ -9,7 +9,8 @@ Adding a bench: write ``_add_<name>(sub)`` that adds its sub-parser and sets
 inside that callable (so ``memstream --help`` stays fast), and list the function in
 ``BENCHES``: ``recall``, ``ingest``, ``embed``, ``quality`` (``ops.bench.quality.generated``),
 ``soak`` (``ops.bench.soak``: a real node process under a mixed load, watched for
-leaks), ``all`` (``ops.bench.suite``: the four above in sequence at small sizes, one
+leaks), ``idle`` (``ops.bench.idle``: a real node with no traffic, its CPU by
+thread), ``all`` (``ops.bench.suite``: the four above in sequence at small sizes, one
 report) and ``compare`` (two reports' shared figures). ``recall``, ``ingest``,
 ``quality`` and ``soak`` take ``--out DIR`` (a report with charts: ``ops.bench.report``;
 ``quality`` and ``all`` write one to ./bench-out by default) and ``--compare OLD.json``.
@@ -29,6 +30,7 @@ from core.settings import SettingsError, get_settings
 from ops.bench import cmd_args as args_
 from ops.bench import report as bench_report
 from ops.bench import suite as bench_all
+from ops.bench.cmd_idle import add_idle
 from ops.bench.cmd_ingest import add_ingest
 
 
@@ -341,6 +343,7 @@ BENCHES: tuple[Callable[[Any], None], ...] = (
     _add_embed,
     _add_quality,
     _add_soak,
+    add_idle,
     bench_all.add_all,
     bench_all.add_compare,
 )
