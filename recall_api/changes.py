@@ -80,7 +80,10 @@ class ChangesFollower:
                     "group.id": f"memstream-changes-{uuid.uuid4().hex[:8]}",  # never committed
                     "enable.auto.commit": False,
                     "socket.timeout.ms": 5000,
-                    "fetch.wait.max.ms": 50,  # an invalidation is worth little if it is late
+                    # The broker answers a fetch as soon as one record is there (fetch.min.bytes
+                    # 1): a shorter wait would not make an invalidation come sooner, only make
+                    # an idle follower ask 20 times a second (docs/benchmarks.md#bench-idle)
+                    "fetch.wait.max.ms": 500,
                 }
             )
         )

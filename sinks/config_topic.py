@@ -74,7 +74,7 @@ def _consumer(bus: KafkaBus) -> Consumer:
                 "group.id": f"memstream-config-{uuid.uuid4().hex[:8]}",  # never committed
                 "enable.auto.commit": False,
                 "socket.timeout.ms": 5000,
-                "fetch.wait.max.ms": 100,
+                "fetch.wait.max.ms": 500,  # answered at the first record: only idle asks wait
                 "logger": KAFKA_LOG,
             }
         )
