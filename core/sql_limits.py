@@ -33,7 +33,7 @@ _EXPLAINED = {
     47: "unknown column or identifier",
     53: "type mismatch",
     60: "unknown table",
-    62: "ClickHouse could not parse the query",
+    62: "syntax error: ClickHouse could not parse the query",
     70: "a value could not be converted",
     164: "the query tried to write or change a setting (read-only)",
     184: "an aggregate inside an aggregate",
