@@ -54,6 +54,7 @@ from ops.cli import build_parser, main
 build_parser()
 heavy = sorted(m for m in sys.modules if m.startswith("ops.bench.")
                and m not in {"ops.bench.cmd", "ops.bench.cmd_args", "ops.bench.cmd_ingest",
+                             "ops.bench.cmd_idle",
                              "ops.bench.suite", "ops.bench.report", "ops.bench.compare",
                              "ops.bench.machine"})
 assert not heavy, heavy
