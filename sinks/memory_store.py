@@ -15,7 +15,9 @@ purge those blobs read as empty (``KeyRing.open``).
 
 Every row, Milvus row and ``memory.changes`` event carries its ``tenant_id``; every read
 of a user's memories names the tenant (``tenant=``), so user 42 of two tenants never
-meet. Only ``load_ids`` (system passes over the whole store) reads across tenants.
+meet. Only ``load_ids`` (system passes over the whole store) reads across tenants. Whose
+rows a read names is one ``WHERE`` builder (``sinks.memory_filter``), shared with the
+lifecycle's queries (``sinks.lifecycle_queries``, this class's base).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from sinks.change_events import blind_tags, change_events, milvus_row
 from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable
 from sinks.keyring import KeyRing
+from sinks.lifecycle_queries import LifecycleQueries
+from sinks.memory_filter import MemoryFilter
 from sinks.stored_rows import decode_rows, instant, select_list
 from sinks.stores import Stores
 
@@ -62,7 +66,7 @@ def _untimed(part: str) -> AbstractContextManager:
 Listener = Callable[[WriteBatch], None]
 
 
-class MemoryStore:
+class MemoryStore(LifecycleQueries):
     def __init__(self, stores: Stores, cipher: KeyRing, milvus_retries: int = 3):
         # Names this writer in its memory.changes events, so a process that follows the
         # topic can skip what its own listeners already applied.
@@ -138,8 +142,8 @@ class MemoryStore:
         their text (64 hex; keyed ones are 32): blank them in every version, so nothing
         stored confirms a guessed sentence after the purge. One count; a mutation only
         when such rows exist."""
-        ch, p = self.stores.clickhouse, {"t": tenant, "u": user_id}
-        where = "tenant_id = {t:String} AND user_id = {u:UInt64} AND length(content_hash) = 64"
+        ch, p = self.stores.clickhouse, dict[str, Any]()
+        where = MemoryFilter.of(tenant, user_id).where(p, "length(content_hash) = 64")
         rows = ch.query(f"SELECT count() FROM {self.db}.memories WHERE {where}", p)
         if rows and int(rows[0][0]):
             ch.command(
@@ -315,8 +319,8 @@ class MemoryStore:
         """As ``load`` for several users of one tenant in one query; ``archived_above``:
         of the ARCHIVED ones only those whose stored weight is above it (the paged-out
         candidates, ``core.capacity.paged_out``)."""
-        where = ["tenant_id = {t:String}", "user_id IN {u:Array(UInt64)}"]
-        params: dict[str, Any] = {"t": tenant, "u": list(user_ids)}
+        where: list[str] = []
+        params: dict[str, Any] = {}
         if statuses is not None:
             params["st"] = [str(s) for s in statuses]
             where.append("status IN {st:Array(String)}")
@@ -329,8 +333,9 @@ class MemoryStore:
         # On a cluster this reads the Distributed table: each shard applies FINAL to its
         # own parts, which is correct because every version of a memory (and whatever
         # replaces it) is the same user's, sharded by the user onto one shard.
+        cond = MemoryFilter.of(tenant, user_ids).where(params, *where)
         rows = self.stores.clickhouse.query_dicts(
-            f"SELECT {_SELECT} FROM {self.db}.memories FINAL WHERE {' AND '.join(where)}", params
+            f"SELECT {_SELECT} FROM {self.db}.memories FINAL WHERE {cond}", params
         )
         if rows:
             self.cipher.prefetch(user_ids, tenant)
@@ -360,21 +365,21 @@ class MemoryStore:
     def ids(self, user_id: int, *, tenant: str) -> list[str]:
         """Every memory id the user has in ClickHouse, whatever its status (the ids a
         whole-user purge takes out of Milvus: deleted and superseded ones have vectors)."""
+        params: dict[str, Any] = {}
+        where = MemoryFilter.of(tenant, user_id).where(params)
         rows = self.stores.clickhouse.query(
-            f"SELECT DISTINCT memory_id FROM {self.db}.memories "
-            "WHERE tenant_id = {t:String} AND user_id = {u:UInt64}",
-            {"t": tenant, "u": user_id},
+            f"SELECT DISTINCT memory_id FROM {self.db}.memories WHERE {where}", params
         )
         return [mid for (mid,) in rows]
 
     def archived_hashes(self, user_ids: list[int], *, tenant: str) -> dict[int, dict[str, str]]:
         """Per user, content_hash → memory_id of the ARCHIVED memories (one query); the
         hashes are rebuilt from the decrypted content (the stored ones are keyed)."""
+        params: dict[str, Any] = {}
+        where = MemoryFilter.of(tenant, user_ids).where(params, "status = 'ARCHIVED'")
         rows = self.stores.clickhouse.query(
-            f"SELECT user_id, content, memory_id FROM {self.db}.memories FINAL "
-            "WHERE tenant_id = {t:String} AND user_id IN {u:Array(UInt64)} "
-            "AND status = 'ARCHIVED'",
-            {"t": tenant, "u": list(user_ids)},
+            f"SELECT user_id, content, memory_id FROM {self.db}.memories FINAL WHERE {where}",
+            params,
         )
         out: dict[int, dict[str, str]] = {u: {} for u in user_ids}
         if rows:

@@ -28,16 +28,15 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any, cast
 
 import redis
 
-from dataflows.lifecycle.paging import keyset_pages
 from dataflows.runtime import Runtime
 from schemas.enums import Status
 from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.change_events import milvus_row
+from sinks.memory_filter import MemoryFilter
 from sinks.memory_store import RECONCILE_KEY
 
 log = logging.getLogger(__name__)
@@ -50,40 +49,15 @@ MILVUS_BATCH = 16_384
 _EMBED_CHUNK = 256
 
 
-@dataclass(frozen=True)
-class Wanted:
-    """Whose drift a pass repairs: ``users`` of ``tenant``; None = any."""
-
-    users: frozenset[int] | None = None
-    tenant: str | None = None
-
-    @property
-    def everyone(self) -> bool:
-        return self.users is None and self.tenant is None
-
-    def __contains__(self, key: UserKey) -> bool:
-        return (self.tenant is None or key.tenant == self.tenant) and (
-            self.users is None or key.user_id in self.users
-        )
-
-    def sql(self, params: dict[str, Any]) -> str:
-        """`` AND ...`` conditions on ``memories`` for these users (into ``params``)."""
-        where = ""
-        if self.users is not None:
-            where += " AND user_id IN {users:Array(UInt64)}"
-            params["users"] = sorted(self.users)
-        if self.tenant is not None:
-            where += " AND tenant_id = {tenant:String}"
-            params["tenant"] = self.tenant
-        return where
-
-    def milvus(self) -> str:
-        conds = []
-        if self.users is not None:
-            conds.append(f"user_id in {json.dumps([str(u) for u in sorted(self.users)])}")
-        if self.tenant is not None:
-            conds.append(f"tenant_id == {json.dumps(self.tenant)}")
-        return " and ".join(conds)
+def _milvus_filter(wanted: MemoryFilter) -> str:
+    """The Milvus expression for these users (values JSON-quoted; no scope: Milvus rows
+    are repaired per memory)."""
+    conds = []
+    if wanted.users is not None:
+        conds.append(f"user_id in {json.dumps([str(u) for u in wanted.users])}")
+    if wanted.tenant is not None:
+        conds.append(f"tenant_id == {json.dumps(wanted.tenant)}")
+    return " and ".join(conds)
 
 
 def reconcile(
@@ -96,7 +70,7 @@ def reconcile(
 ) -> dict[str, int]:
     """Repair drift for every user (or only ``users``, only ``tenant``'s); returns counts
     of what was fixed."""
-    wanted = Wanted(None if users is None else frozenset(users), tenant)
+    wanted = MemoryFilter.of(tenant, users)
     stats: Counter[str] = Counter()
     touched: set[UserKey] = set()
     cutoff = max(0, time.time_ns() - int(grace_s * 1e9))
@@ -112,7 +86,7 @@ def reconcile(
     return {k: stats[k] for k in (*keys, "caches_invalidated")}
 
 
-def _pending(rt: Runtime, wanted: Wanted, stats: Counter, touched: set[UserKey]) -> None:
+def _pending(rt: Runtime, wanted: MemoryFilter, stats: Counter, touched: set[UserKey]) -> None:
     """Sweep 1. Redis is a cache: unreachable, the other sweeps still find the drift."""
     client = rt.stores.redis.client
     try:
@@ -130,19 +104,14 @@ def _pending(rt: Runtime, wanted: Wanted, stats: Counter, touched: set[UserKey])
 
 def _store_to_milvus(
     rt: Runtime,
-    wanted: Wanted,
+    wanted: MemoryFilter,
     cutoff: int,
     page_size: int,
     pause_s: float,
     stats: Counter,
     touched: set[UserKey],
 ) -> None:
-    params: dict[str, Any] = {"cutoff": cutoff}
-    where = "status IN ('ACTIVE', 'ARCHIVED') AND version < {cutoff:UInt64}"
-    where += wanted.sql(params)
-    ch = rt.stores.clickhouse
-    cols = "tenant_id, user_id, memory_id, status"
-    for rows in keyset_pages(ch, cols, where, params, page_size, pause_s):
+    for rows in rt.memories.live_rows_before(cutoff, wanted, page_size, pause_s):
         ids = [r["memory_id"] for r in rows]
         found = rt.stores.milvus.get(ids, ["memory_id", "status"])
         in_milvus = {m["memory_id"]: m["status"] for m in found}
@@ -161,23 +130,20 @@ def _store_to_milvus(
                 touched.add(key)
 
 
-def _milvus_to_store(rt: Runtime, wanted: Wanted, stats: Counter, touched: set[UserKey]) -> None:
+def _milvus_to_store(
+    rt: Runtime, wanted: MemoryFilter, stats: Counter, touched: set[UserKey]
+) -> None:
     mv = rt.stores.milvus
     it = mv.client.query_iterator(
         mv.collection,
         batch_size=MILVUS_BATCH,
-        filter=wanted.milvus(),
+        filter=_milvus_filter(wanted),
         output_fields=["memory_id", "user_id", "tenant_id"],
     )
     try:
         while batch := it.next():
             owner = {m["memory_id"]: _milvus_owner(m) for m in batch}
-            rows = rt.stores.clickhouse.query(
-                f"SELECT memory_id FROM {rt.stores.clickhouse.database}.memories FINAL "
-                "WHERE user_id IN {u:Array(UInt64)} AND memory_id IN {ids:Array(String)}",
-                {"u": sorted({k.user_id for k in owner.values()}), "ids": list(owner)},
-            )
-            known = {r[0] for r in rows}
+            known = rt.memories.known_ids({k.user_id for k in owner.values()}, list(owner))
             orphans: dict[str, UserKey | None] = {
                 mid: u for mid, u in owner.items() if mid not in known
             }
@@ -189,7 +155,7 @@ def _milvus_to_store(rt: Runtime, wanted: Wanted, stats: Counter, touched: set[U
 def _repair(
     rt: Runtime,
     suspects: dict[str, UserKey | None],
-    wanted: Wanted,
+    wanted: MemoryFilter,
     stats: Counter,
     touched: set[UserKey],
 ) -> list[str]:
@@ -251,11 +217,5 @@ def _owners(
     owner.update({i: _milvus_owner(mv[i]) for i in suspects if i not in owner and i in mv})
     unknown = [i for i in suspects if i not in owner]
     if unknown:
-        rows = rt.stores.clickhouse.query(
-            f"SELECT memory_id, any(tenant_id), any(user_id) FROM "
-            f"{rt.stores.clickhouse.database}.memories "
-            "WHERE memory_id IN {ids:Array(String)} GROUP BY memory_id",
-            {"ids": unknown},
-        )
-        owner.update({mid: UserKey(t, int(u)) for mid, t, u in rows})
+        owner.update(rt.memories.owners(unknown))
     return owner

@@ -3,9 +3,9 @@
 
 Planning reads only the rows that may be due: the decay law, the expiry and the two
 retention windows are pushed into the ``WHERE`` of a keyset-paged scan of ``memories
-FINAL`` (one query per page of ``page_size`` rows, ``ORDER BY (user_id, memory_id)``,
-optionally paced by ``pause_s``). The SQL is a slightly generous pre-filter (it ignores
-the persona exemption and keeps a small margin); :func:`rules.plan_memory` decides.
+FINAL`` (``MemoryStore.due_rows``: one query per page of ``page_size`` rows, optionally
+paced by ``pause_s``). The SQL is a slightly generous pre-filter (it ignores the persona
+exemption and keeps a small margin, added here); :func:`rules.plan_memory` decides.
 
 Commands go out in chunks of ``chunk`` users through ``via`` (see ``submit``) and the
 keyed writer re-checks every rule before acting, so the pass itself mutates nothing
@@ -27,32 +27,18 @@ from typing import Any, cast
 from core.timeutil import require_aware
 from dataflows.lifecycle.commands import lifecycle_command
 from dataflows.lifecycle.highwater import consolidate_command, crowded_users
-from dataflows.lifecycle.paging import keyset_pages
 from dataflows.lifecycle.reconcile import RECONCILE_GRACE_S, reconcile
 from dataflows.lifecycle.rules import Action, Planned, plan_memory
 from dataflows.lifecycle.submit import Via
 from dataflows.runtime import Runtime
 from schemas.enums import Ownership, Status
 from schemas.tenants import DEFAULT_TENANT, UserKey
-from sinks.stored_rows import decode_rows, instant, select_list
+from sinks.lifecycle_queries import DueBounds
+from sinks.memory_filter import MemoryFilter
+from sinks.stored_rows import decode_rows, instant
 
 log = logging.getLogger(__name__)
 MAX_IDS = 5000  # memory ids per command
-
-# times as epoch ms (sinks.stored_rows): a legacy instant past year 9999 fails no page
-_COLUMNS = select_list((
-    "tenant_id", "memory_id", "user_id", "status", "weight", "weight_at", "is_important",
-    "ownership", "custom_tags", "expire_at", "archived_at", "deleted_at", "updated_at",
-))  # fmt: skip
-_DUE = """(
-    (status = 'ACTIVE' AND (
-        (expire_at IS NOT NULL AND expire_at <= {now:DateTime64(3, 'UTC')})
-        OR weight * exp(-{lam:Float64} * if(is_important, {a_imp:Float64}, {a_norm:Float64})
-            * greatest(dateDiff('millisecond', weight_at, {now:DateTime64(3, 'UTC')}), 0)
-            / 86400000.0) < {thr:Float64}))
-    OR (status = 'DELETED' AND coalesce(deleted_at, updated_at) < {del_before:DateTime64(3, 'UTC')})
-    OR (status = 'ARCHIVED' AND coalesce(archived_at, updated_at) < {arc_before:DateTime64(3, 'UTC')})
-)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,24 +100,17 @@ def plan_pass(
     given, and of those only ``users`` when given."""
     s = rt.settings
     slack = timedelta(seconds=1)
-    params: dict[str, Any] = {
-        "now": now,
-        "lam": s.decay_lambda,
-        "a_imp": s.decay_alpha_important,
-        "a_norm": s.decay_alpha_normal,
-        "thr": s.archive_threshold * (1 + 1e-6) + 1e-12,
-        "del_before": now - timedelta(days=s.deleted_retention_days) + slack,
-        "arc_before": now - timedelta(days=s.archived_retention_days) + slack,
-    }
-    where = _DUE
-    if users is not None:
-        params["users"] = sorted(set(users))
-        where += " AND user_id IN {users:Array(UInt64)}"
-    if tenant is not None:
-        params["tenant"] = tenant
-        where += " AND tenant_id = {tenant:String}"
+    due = DueBounds(
+        now=now,
+        decay_lambda=s.decay_lambda,
+        alpha_important=s.decay_alpha_important,
+        alpha_normal=s.decay_alpha_normal,
+        threshold=s.archive_threshold * (1 + 1e-6) + 1e-12,
+        deleted_before=now - timedelta(days=s.deleted_retention_days) + slack,
+        archived_before=now - timedelta(days=s.archived_retention_days) + slack,
+    )
     out: dict[UserKey, list[Planned]] = defaultdict(list)
-    pages = keyset_pages(rt.stores.clickhouse, _COLUMNS, where, params, page_size, pause_s)
+    pages = rt.memories.due_rows(due, MemoryFilter.of(tenant, users), page_size, pause_s)
     for rows in pages:
         for row in decode_rows(rows, lambda r: ScanRow.of(r, rt.memories.tags_of)):
             planned = plan_memory(row, now, s)
@@ -198,7 +177,7 @@ def run_pass(
         "purged": len(purged),
         "purged_deleted": done[Action.PURGE_DELETED.value],
         "purged_archived": done[Action.PURGE_ARCHIVED.value],
-        "sanitized_changes": _sanitized(rt, purged),
+        "sanitized_changes": rt.memories.sanitized_changes(purged),
         "consolidated": merged,  # merged memories made in scopes above the high-water mark
         "consolidated_members": members,  # memories they superseded
         "failed_commands": failed,
@@ -207,17 +186,3 @@ def run_pass(
     }
     log.info("lifecycle pass", extra={"fields": summary})
     return summary
-
-
-def _sanitized(rt: Runtime, purged: list[str]) -> int:
-    """Change-log rows with content that the purges blanked (the PURGE rows have none)."""
-    total = 0
-    db = rt.stores.clickhouse.database
-    for start in range(0, len(purged), 1000):
-        rows = rt.stores.clickhouse.query(
-            f"SELECT count() FROM {db}.memory_changelog FINAL WHERE sanitized = 1 "
-            "AND op_type != 'PURGE' AND memory_id IN {ids:Array(String)}",
-            {"ids": purged[start : start + 1000]},
-        )
-        total += int(rows[0][0]) if rows else 0
-    return total
