@@ -225,50 +225,50 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     from bytewax.run import cli_main
 
     from core.logs import setup_logging
-    from dataflows.bootstrap import start_runtime
+    from dataflows.bootstrap import FLOW_READY_S
     from dataflows.runner import init_partition_share
+    from dataflows.runtime import open_runtime
 
     setup_logging(settings.log_level, settings.log_json)
     start_trimmer()
-    rt, config = start_runtime(settings)  # ModelMismatch: the stores are closed again
-    stores = rt.stores
-    passes = None
-    try:
-        flow = _build_flow(plan.flow, rt, plan.workers * plan.processes)
-        # SIGTERM (a pod stopping): the sources end the flow after the batch in flight
-        signal.signal(signal.SIGTERM, lambda *_: rt.stop.set())
-        if runs_passes(plan):  # one thread in this process, whatever -w says
-            from dataflows.lifecycle.schedule import LifecyclePasses
-            from dataflows.lifecycle.submit import KafkaVia
-
-            passes = LifecyclePasses(rt, KafkaVia(stores))
-            passes.start()
-        rc = None
-        if plan.recovery_dir is not None:
-            init_partition_share(
-                plan.recovery_dir, plan.partitions, plan.process_id or 0, plan.processes
-            )
-            rc = RecoveryConfig(plan.recovery_dir, timedelta(seconds=plan.backup_s))
+    # ModelMismatch: the stores are closed again; on the way out, in reverse order
+    with open_runtime(settings, topics=True, ready_s=FLOW_READY_S) as rt:
+        stores = rt.stores
+        passes = None
         try:
-            cli_main(
-                flow,
-                workers_per_process=plan.workers,
-                process_id=plan.process_id,
-                addresses=list(plan.addresses) or None,
-                epoch_interval=timedelta(seconds=plan.snapshot_s),
-                recovery_config=rc,
-            )
-        except Exception:  # the supervisor restarts this process: every API sees the loop
-            from sinks.flow_health import RestartLog
+            flow = _build_flow(plan.flow, rt, plan.workers * plan.processes)
+            # SIGTERM (a pod stopping): the sources end the flow after the batch in flight
+            signal.signal(signal.SIGTERM, lambda *_: rt.stop.set())
+            if runs_passes(plan):  # one thread in this process, whatever -w says
+                from dataflows.lifecycle.schedule import LifecyclePasses
+                from dataflows.lifecycle.submit import KafkaVia
 
-            RestartLog(plan.flow, stores.redis.client).restarted()
-            raise
-    finally:
-        if passes is not None:
-            rt.stop.set()
-            passes.join()
-        config.stop()
-        stores.close()
+                passes = LifecyclePasses(rt, KafkaVia(stores))
+                passes.start()
+            rc = None
+            if plan.recovery_dir is not None:
+                init_partition_share(
+                    plan.recovery_dir, plan.partitions, plan.process_id or 0, plan.processes
+                )
+                rc = RecoveryConfig(plan.recovery_dir, timedelta(seconds=plan.backup_s))
+            try:
+                cli_main(
+                    flow,
+                    workers_per_process=plan.workers,
+                    process_id=plan.process_id,
+                    addresses=list(plan.addresses) or None,
+                    epoch_interval=timedelta(seconds=plan.snapshot_s),
+                    recovery_config=rc,
+                )
+            except Exception:  # the supervisor restarts this process: every API sees the loop
+                from sinks.flow_health import RestartLog
+
+                RestartLog(plan.flow, stores.redis.client).restarted()
+                raise
+        finally:
+            if passes is not None:
+                rt.stop.set()
+                passes.join()
     return 0
 
 

@@ -234,7 +234,7 @@ def serve_api(env: BenchStack) -> tuple[Any, uvicorn.Server, threading.Thread, s
     Returns ``(app, server, thread, recall_url)``; stop with ``server.should_exit = True``.
     """
     rt = env.runtime
-    services = rt.shared(settings=env.settings, stores=env.stores)
+    services = rt.services
     port = free_port()
     app = create_app(env.settings, env.stores, services)
     config = uvicorn.Config(
