@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.enums import Level
+from schemas.payloads import DeletePayload, DeleteScopeSpec
 
 
 def allowed(level: str, app_id: str | None, access: Mapping[str, Any] | None) -> bool:
@@ -46,17 +47,19 @@ class DeleteScope:
     global_grant: bool = False
 
     @classmethod
-    def of(cls, payload: Mapping[str, Any]) -> DeleteScope:
-        """The scope of a ``delete`` command's payload (its ``scope`` and ``access``)."""
-        scope = payload.get("scope") or {}
-        access = payload.get("access")
+    def of(cls, payload: DeletePayload | Mapping[str, Any]) -> DeleteScope:
+        """The scope of a ``delete`` command's payload (its ``scope`` and ``access``);
+        a mapping is validated as one (``schemas.payloads.DeletePayload``)."""
+        p = payload if isinstance(payload, DeletePayload) else DeletePayload.model_validate(payload)
+        scope = p.scope or DeleteScopeSpec()
+        access = p.access
         return cls(
-            app_given="app_id" in scope,
-            app_id=scope.get("app_id") or None,
-            level=str(scope["level"]) if scope.get("level") else None,
-            session_id=scope.get("session_id") or None,
-            apps=None if access is None else tuple(sorted(set(access.get("apps") or ()))),
-            global_grant=bool(access and access.get("global")),
+            app_given="app_id" in scope.model_fields_set,
+            app_id=scope.app_id or None,
+            level=str(scope.level) if scope.level else None,
+            session_id=scope.session_id or None,
+            apps=None if access is None else tuple(sorted(set(access.apps))),
+            global_grant=bool(access and access.global_grant),
         )
 
     def matches(self, app_id: str | None, level: str, session_id: str | None) -> bool:

@@ -10,30 +10,24 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.enums import Level, MemType, Ownership
-from schemas.limits import Content, CustomTags, IdText, ScopeId, StoreTime, UserId
+from schemas.limits import IdText, UserId
+from schemas.payloads import StructuredFields
 from schemas.tenants import DEFAULT_TENANT, TenantId, scoped
 
 COMMAND_VERSION = 1
 
 
-class StructuredMemory(BaseModel):
-    """Body of add_structured (DESIGN §6): written directly, no extraction or evolution."""
-
+class _UserBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user_id: UserId
-    app_id: ScopeId | None = None
-    session_id: ScopeId | None = None
-    level: Level | None = None
-    ownership: Ownership = Ownership.USER
-    mem_type: MemType = MemType.SEMANTIC
-    content: Content = Field(min_length=1, max_length=8192)
-    is_important: StrictBool = False
-    expire_at: StoreTime | None = None
-    custom_tags: CustomTags = Field(default_factory=dict)
+
+
+class StructuredMemory(StructuredFields, _UserBody):
+    """Body of add_structured (DESIGN §6): written directly, no extraction or evolution;
+    the command carries its fields but ``user_id`` (``schemas.payloads``)."""
 
 
 class Command(BaseModel):

@@ -121,6 +121,7 @@ ScopeId = Annotated[str, StringConstraints(strict=True), AfterValidator(check_sc
 # task_id, msg_id, request_id, memory ids: strings without control characters (their
 # lengths stay on each field).
 IdText = Annotated[str, StringConstraints(strict=True), AfterValidator(check_id_text)]
+MemoryId = Annotated[IdText, StringConstraints(min_length=1, max_length=64)]
 
 # Any other string a model holds (a name, a strategy's focus): text (newlines allowed).
 Text = Annotated[str, StringConstraints(strict=True), AfterValidator(check_text)]

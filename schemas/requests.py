@@ -29,6 +29,7 @@ from schemas.limits import (
     Content,
     CustomTags,
     IdText,
+    MemoryId,
     QueryTime,
     ScopeId,
     StoreTime,
@@ -48,7 +49,6 @@ class _Body(BaseModel):
 
 # A caller's idempotency key (recall_api.idempotency): an id, so no control characters.
 RequestId = Annotated[IdText, StringConstraints(min_length=1, max_length=128)]
-MemoryId = Annotated[IdText, StringConstraints(min_length=1, max_length=64)]
 
 
 # --- write -----------------------------------------------------------------------------

@@ -7,9 +7,11 @@ call receives. Handlers are registered by op name; an unknown op is rejected to 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from core.capacity import important_blocked
 from core.hashing import content_hash, stable_id
@@ -18,20 +20,34 @@ from core.write_batch import WriteBatch
 from dataflows.ingest.items import Applied, IncomingCommand, Rejected
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of, duplicate_scope
-from schemas.commands import StructuredMemory
+from schemas.commands import Command
 from schemas.enums import Level, OpSource
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
+from schemas.payloads import StructuredFields
 from schemas.tenants import id_parts
 from sinks.tasks import TaskResult
 
-Handler = Callable[[Writer, IncomingCommand, datetime], Applied]
-HANDLERS: dict[str, Handler] = {}
+P = TypeVar("P", bound=BaseModel)
+# (writer, command, its payload validated, wall clock) -> what to write and answer
+Handler = Callable[[Writer, Command, P, datetime], Applied]
+Result = dict[str, Any]  # {"code", "msg", "data"?}: what the waiting caller receives
 
 
-def handler(op: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        HANDLERS[op] = fn
+@dataclass(frozen=True)
+class Registered(Generic[P]):
+    payload: type[P]
+    apply: Handler[P]
+
+
+HANDLERS: dict[str, Registered[Any]] = {}
+
+
+def handler(op: str, payload: type[P]) -> Callable[[Handler[P]], Handler[P]]:
+    """Register ``fn`` for ``op``; its payload is validated with ``payload`` first."""
+
+    def register(fn: Handler[P]) -> Handler[P]:
+        HANDLERS[op] = Registered(payload, fn)
         return fn
 
     return register
@@ -40,15 +56,19 @@ def handler(op: str) -> Callable[[Handler], Handler]:
 def apply_command(writer: Writer, item: IncomingCommand, now: datetime | None = None) -> Applied:
     now = now or datetime.now(UTC)
     cmd = item.command
-    fn = HANDLERS.get(cmd.op)
-    if fn is None:
+    entry = HANDLERS.get(cmd.op)
+    if entry is None:
         reason = f"unknown command op '{cmd.op}'"
         return Applied(
             WriteBatch(),
             command_results=[(cmd.result_id, error(ErrorCode.BAD_PARAMETER, reason))],
             rejected=[Rejected(reason, item.source)],
         )
-    applied = fn(writer, item, now)
+    try:
+        payload = entry.payload.model_validate(cmd.payload)
+    except ValidationError as exc:
+        return _bad_payload(item, exc)
+    applied = entry.apply(writer, cmd, payload, now)
     if cmd.result_id != cmd.command_id:  # another tenant's: its result key is scoped
         applied.command_results = [
             (cmd.result_id if cid == cmd.command_id else cid, res)
@@ -57,39 +77,40 @@ def apply_command(writer: Writer, item: IncomingCommand, now: datetime | None = 
     return applied
 
 
-def error(code: ErrorCode, msg: str) -> dict:
+def _bad_payload(item: IncomingCommand, exc: ValidationError) -> Applied:
+    """A payload its op's model refuses: the caller is answered 40001 with the reason and
+    the command goes to the DLQ. The reason names the field, never its value."""
+    cmd = item.command
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "payload"
+    reason = f"invalid {cmd.op} payload: {where}: {first['msg']}"
+    return Applied(
+        WriteBatch(),
+        command_results=[(cmd.result_id, error(ErrorCode.BAD_PARAMETER, reason))],
+        rejected=[Rejected(reason, item.source, None, cmd.user_id, cmd.tenant_id)],
+    )
+
+
+def error(code: ErrorCode, msg: str) -> Result:
     return {"code": int(code), "msg": msg}
 
 
-def ok(data: dict) -> dict:
+def ok(data: dict[str, Any]) -> Result:
     return {"code": 0, "msg": "ok", "data": data}
 
 
-@handler("add_structured")
-def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
-    cmd = item.command
-    try:
-        body = StructuredMemory.model_validate({**cmd.payload, "user_id": cmd.user_id})
-    except ValidationError as exc:
-        return Applied(
-            WriteBatch(),
-            command_results=[
-                (cmd.command_id, error(ErrorCode.BAD_PARAMETER, str(exc.errors()[0]["msg"])))
-            ],
-        )
+def answer(cmd: Command, batch: WriteBatch, result: Result) -> Applied:
+    """What the writer makes durable and the one answer the caller gets."""
+    return Applied(batch, command_results=[(cmd.command_id, result)])
+
+
+@handler("add_structured", StructuredFields)
+def add_structured(writer: Writer, cmd: Command, body: StructuredFields, now: datetime) -> Applied:
     level = body.level or (Level.APP if body.app_id else Level.GLOBAL)
     if (level is Level.APP and not body.app_id) or (level is Level.SESSION and not body.session_id):
-        return Applied(
-            WriteBatch(),
-            command_results=[
-                (
-                    cmd.command_id,
-                    error(
-                        ErrorCode.BAD_PARAMETER,
-                        f"level {level} needs {'app_id' if level is Level.APP else 'session_id'}",
-                    ),
-                )
-            ],
+        needs = "app_id" if level is Level.APP else "session_id"
+        return answer(
+            cmd, WriteBatch(), error(ErrorCode.BAD_PARAMETER, f"level {level} needs {needs}")
         )
     text = body.content.strip()
     text_hash = content_hash(text)
@@ -102,39 +123,20 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
         # memory exists only when the same request_id was applied before (Redis lost)
         mine = idx.records.get(memory_id)
         if mine is not None:
-            same = mine.content_hash == text_hash
-            answer = (
-                ok({"memory_id": memory_id, "duplicate": False})
-                if same
-                else error(ErrorCode.REQUEST_CONFLICT, "request_id reused with another content")
-            )
-            return Applied(batch, command_results=[(cmd.command_id, answer)])
+            if mine.content_hash == text_hash:
+                return answer(cmd, batch, ok({"memory_id": memory_id, "duplicate": False}))
+            reused = "request_id reused with another content"
+            return answer(cmd, batch, error(ErrorCode.REQUEST_CONFLICT, reused))
         existing = idx.by_hash.find(text_hash, duplicate_scope(level, body.app_id, body.session_id))
         if existing is not None:
-            return Applied(
-                batch,
-                command_results=[
-                    (
-                        cmd.command_id,
-                        ok({"memory_id": existing, "duplicate": existing != memory_id}),
-                    )
-                ],
-            )
+            dup = {"memory_id": existing, "duplicate": existing != memory_id}
+            return answer(cmd, batch, ok(dup))
         counters = counters_of(idx)
         if body.is_important and important_blocked(
             counters, level, body.app_id, writer.s.for_app(body.app_id)
         ):
-            return Applied(
-                batch,
-                command_results=[
-                    (
-                        cmd.command_id,
-                        error(
-                            ErrorCode.IMPORTANT_LIMIT, "important-mark limit reached for this scope"
-                        ),
-                    )
-                ],
-            )
+            full = "important-mark limit reached for this scope"
+            return answer(cmd, batch, error(ErrorCode.IMPORTANT_LIMIT, full))
         rec = MemoryRecord(
             memory_id=memory_id,
             user_id=cmd.user_id,
@@ -164,17 +166,7 @@ def add_structured(writer: Writer, item: IncomingCommand, now: datetime) -> Appl
         )
         rc = Recorder(batch, now, cmd.command_id, idx, counters, result)
         if not writer.admit(rc, rec):
-            return Applied(
-                batch,
-                command_results=[(cmd.command_id, error(ErrorCode.CAPACITY_FULL, result.reason))],
-            )
+            return answer(cmd, batch, error(ErrorCode.CAPACITY_FULL, result.reason))
         rc.add(rec, writer.rt.embedder.embed([text])[0], "add_structured", source=OpSource.USER)
-    return Applied(
-        batch,
-        command_results=[
-            (
-                cmd.command_id,
-                ok({"memory_id": memory_id, "duplicate": False, "evicted": result.evicted}),
-            )
-        ],
-    )
+    added = {"memory_id": memory_id, "duplicate": False, "evicted": result.evicted}
+    return answer(cmd, batch, ok(added))

@@ -23,9 +23,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from pydantic import ValidationError
+
 from core.delete_scope import DeleteScope
 from dataflows.ingest.items import Extracted, Incoming, IncomingCommand
 from schemas.errors import ErrorCode
+from schemas.payloads import DeletePayload
 from sinks.tasks import TaskResult
 
 REASON = "the user was purged after this turn was sent: it was not stored"
@@ -96,8 +99,8 @@ class Fences:
 
 def purged_at(item: IncomingCommand) -> float | None:
     """The time (epoch seconds) of a whole-user purge command, None for any other."""
-    cmd = item.command
-    if cmd.op != "delete" or not cmd.payload.get("shred"):
+    p = _delete_payload(item)
+    if p is None or not p.shred:
         return None
     return _sent(item)
 
@@ -105,10 +108,20 @@ def purged_at(item: IncomingCommand) -> float | None:
 def scope_of(item: IncomingCommand) -> tuple[DeleteScope, float] | None:
     """The scope and time of a scoped delete (``purge``/``batch_delete`` with a
     ``scope``), None for any other command."""
-    cmd, p = item.command, item.command.payload
-    if cmd.op != "delete" or p.get("shred") or p.get("memory_ids") or "scope" not in p:
+    p = _delete_payload(item)
+    if p is None or p.shred or p.memory_ids or "scope" not in p.model_fields_set:
         return None
     return DeleteScope.of(p), _sent(item)
+
+
+def _delete_payload(item: IncomingCommand) -> DeletePayload | None:
+    """A ``delete`` command's payload (None for any other op, or one the writer refused)."""
+    if item.command.op != "delete":
+        return None
+    try:
+        return DeletePayload.model_validate(item.command.payload)
+    except ValidationError:
+        return None
 
 
 def _sent(item: IncomingCommand) -> float:

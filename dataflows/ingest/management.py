@@ -11,27 +11,24 @@ import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
-from core.capacity import delta_for, important_blocked
+from core.capacity import important_blocked
 from core.delete_scope import DeleteScope, allowed
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from core.write_batch import WriteBatch
-from dataflows.ingest.commands import error, handler, ok
-from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.commands import answer, error, handler, ok
+from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
 from schemas.commands import Command
-from schemas.enums import Level, MemType, OpSource, OpType, Status
+from schemas.enums import Level, MemType, OpSource, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
+from schemas.payloads import Access, DeletePayload, SessionClosePayload, UpdatePayload
 from schemas.tenants import UserKey, id_parts
 from sinks.tasks import TaskResult
 
 LIVE = (Status.ACTIVE, Status.ARCHIVED)
-
-
-def _reply(cmd_id: str, batch: WriteBatch, result: dict) -> Applied:
-    return Applied(batch, command_results=[(cmd_id, result)])
 
 
 def _lookup(writer: Writer, cmd: Command, ids: list[str]) -> dict[str, MemoryRecord]:
@@ -45,41 +42,18 @@ def _lookup(writer: Writer, cmd: Command, ids: list[str]) -> dict[str, MemoryRec
     return found
 
 
-def _soft_delete(
-    rc: Recorder, records: list[MemoryRecord], reason: str, source: OpSource, shred: bool = False
-) -> None:
-    """``shred``: a whole-user purge — the deleted versions keep none of the words (the
-    data key that sealed the old ones is destroyed when this batch is written), and
-    their vectors leave Milvus now: an embedding is a readable likeness of the words
-    (inversion models recover much of a short text), and a purged memory has nothing
-    to restore. A plain delete keeps its vector until the lifecycle purge (restore,
-    time travel)."""
-    now = rc.now
-    for old in records:
-        rec = dataclasses.replace(old, status=Status.DELETED, deleted_at=now, updated_at=now)
-        if shred:
-            rec = dataclasses.replace(
-                rec, content="", custom_tags={}, source_msg_id=None, source_msg_ids=[]
-            )
-            rc.batch.milvus_deletes.append(old.memory_id)
-        before = "" if shred else old.content
-        rc.retire(old, rec, OpType.DELETE, reason, before=before, source=source)
-
-
-@handler("update")
-def update(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
-    cmd, p = item.command, item.command.payload
+@handler("update", UpdatePayload)
+def update(writer: Writer, cmd: Command, p: UpdatePayload, now: datetime) -> Applied:
+    given = p.model_fields_set  # a key left out keeps its value; expire_at null clears it
     idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     with idx.lock:
-        old = _lookup(writer, cmd, [p["memory_id"]]).get(p["memory_id"])
+        old = _lookup(writer, cmd, [p.memory_id]).get(p.memory_id)
         if old is None or old.status not in LIVE:
-            return _reply(
-                cmd.command_id,
-                WriteBatch(),
-                error(ErrorCode.NOT_FOUND, f"memory '{p['memory_id']}' not found"),
-            )
+            missing = error(ErrorCode.NOT_FOUND, f"memory '{p.memory_id}' not found")
+            return answer(cmd, WriteBatch(), missing)
+        important = old.is_important if p.is_important is None else p.is_important
         changes: dict[str, Any] = {"updated_at": now}
-        text = (p.get("content") or "").strip()
+        text = (p.content or "").strip()
         if text and text != old.content:
             changes.update(
                 content=text,
@@ -87,38 +61,30 @@ def update(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
                 weight_at=now,
                 weight=max(
                     old.weight,
-                    initial_weight(
-                        old.ownership,
-                        old.mem_type,
-                        writer.s,
-                        is_important=p.get("is_important", old.is_important),
-                    ),
+                    initial_weight(old.ownership, old.mem_type, writer.s, is_important=important),
                 ),
             )
-        if "is_important" in p and p["is_important"] != old.is_important:
+        if p.is_important is not None and p.is_important != old.is_important:
             if (
-                p["is_important"]
+                p.is_important
                 and old.status is Status.ACTIVE
                 and important_blocked(
                     counters_of(idx), old.level, old.app_id, writer.s.for_app(old.app_id)
                 )
             ):
-                return _reply(
-                    cmd.command_id,
-                    WriteBatch(),
-                    error(ErrorCode.IMPORTANT_LIMIT, "important-mark limit reached for this scope"),
+                full = error(
+                    ErrorCode.IMPORTANT_LIMIT, "important-mark limit reached for this scope"
                 )
-            changes["is_important"] = bool(p["is_important"])
-            if p["is_important"]:
+                return answer(cmd, WriteBatch(), full)
+            changes["is_important"] = p.is_important
+            if p.is_important:
                 changes["weight"] = max(
                     changes.get("weight", old.weight), writer.s.weight_important
                 )
-        if "expire_at" in p:  # None clears it
-            changes["expire_at"] = (
-                datetime.fromisoformat(p["expire_at"]) if p["expire_at"] else None
-            )
-        if "custom_tags" in p:
-            changes["custom_tags"] = dict(p["custom_tags"] or {})
+        if "expire_at" in given:  # None clears it
+            changes["expire_at"] = p.expire_at
+        if "custom_tags" in given:
+            changes["custom_tags"] = dict(p.custom_tags or {})
         rec = dataclasses.replace(old, **changes)
         vector = writer.rt.embedder.embed([text])[0] if "content" in changes else None
         fields = sorted(k for k in changes if k not in ("updated_at", "content_hash", "weight_at"))
@@ -128,20 +94,17 @@ def update(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
         Recorder(batch, now, cmd.command_id, idx).update(
             old, rec, vector, reason, source=OpSource.USER
         )
-    return _reply(
-        cmd.command_id,
-        batch,
-        ok({"memory_id": rec.memory_id, "updated": fields, "reembedded": "content" in changes}),
-    )
+    updated = {"memory_id": rec.memory_id, "updated": fields, "reembedded": "content" in changes}
+    return answer(cmd, batch, ok(updated))
 
 
-def _select(writer: Writer, cmd: Command, p: dict[str, Any]) -> list[MemoryRecord]:
+def _select(writer: Writer, cmd: Command, p: DeletePayload) -> list[MemoryRecord]:
     """Memories a delete/purge names: by ids, or by scope (app_id / level / session_id),
     narrowed to what the caller's key may change (``access``, recall_api.access)."""
-    if p.get("memory_ids"):
-        found = _lookup(writer, cmd, list(p["memory_ids"]))
+    if p.memory_ids:
+        found = _lookup(writer, cmd, list(p.memory_ids))
         rows = [r for r in found.values() if r.status in (*LIVE, Status.SUPERSEDED)]
-        return _allowed(rows, p.get("access"))
+        return _allowed(rows, p.access)
     rows = writer.rt.memories.load(
         cmd.user_id, statuses=[*LIVE, Status.SUPERSEDED], tenant=cmd.tenant_id
     )
@@ -151,70 +114,56 @@ def _select(writer: Writer, cmd: Command, p: dict[str, Any]) -> list[MemoryRecor
     return [r for r in rows if scope.matches(r.app_id, r.level, r.session_id)]
 
 
-def _allowed(rows: list[MemoryRecord], access: dict[str, Any] | None) -> list[MemoryRecord]:
-    """``access`` = ``{"apps": [...], "global": bool}`` of an app key; None = everything."""
-    return [r for r in rows if allowed(r.level, r.app_id, access)]
+def _allowed(rows: list[MemoryRecord], access: Access | None) -> list[MemoryRecord]:
+    """``access``: an app key's apps and GLOBAL grant; None = everything."""
+    if access is None:
+        return rows
+    grant = {"apps": access.apps, "global": access.global_grant}
+    return [r for r in rows if allowed(r.level, r.app_id, grant)]
 
 
-@handler("delete")
-def delete(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
-    cmd, p = item.command, item.command.payload
+@handler("delete", DeletePayload)
+def delete(writer: Writer, cmd: Command, p: DeletePayload, now: datetime) -> Applied:
     idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     with idx.lock:
         targets = _select(writer, cmd, p)
         batch = WriteBatch()
-        _soft_delete(
-            Recorder(batch, now, cmd.command_id, idx),
-            targets,
-            p.get("reason") or "deleted",
-            OpSource(p.get("source", "USER")),
-            shred=bool(p.get("shred")),
-        )
-        if p.get("shred"):
-            batch.shred_users.append(UserKey(cmd.tenant_id, cmd.user_id))
-            # and the vectors of the versions deleted or superseded before: all of them go
-            named = set(batch.milvus_deletes)
-            batch.milvus_deletes.extend(
-                mid
-                for mid in writer.rt.memories.ids(cmd.user_id, tenant=cmd.tenant_id)
-                if mid not in named
-            )
-    asked = list(p.get("memory_ids") or [])
+        rc = Recorder(batch, now, cmd.command_id, idx)
+        for old in targets:
+            rc.delete(old, p.reason or "deleted", source=p.source, shred=p.shred)
+        if p.shred:
+            stored = writer.rt.memories.ids(cmd.user_id, tenant=cmd.tenant_id)
+            rc.shred_user(UserKey(cmd.tenant_id, cmd.user_id), stored)
+    asked = list(p.memory_ids or [])
     missing = sorted(set(asked) - {r.memory_id for r in targets})
     if asked and len(asked) == 1 and missing:
-        return _reply(
-            cmd.command_id, batch, error(ErrorCode.NOT_FOUND, f"memory '{asked[0]}' not found")
-        )
+        return answer(cmd, batch, error(ErrorCode.NOT_FOUND, f"memory '{asked[0]}' not found"))
     due = now + timedelta(days=writer.s.deleted_retention_days)
-    return _reply(
-        cmd.command_id,
-        batch,
-        ok(
-            {
-                "deleted": len(targets),
-                "memory_ids": [r.memory_id for r in targets],
-                "not_found": missing,
-                "physical_removal_due": due.isoformat(),
-            }
-        ),
-    )
+    deleted = {
+        "deleted": len(targets),
+        "memory_ids": [r.memory_id for r in targets],
+        "not_found": missing,
+        "physical_removal_due": due.isoformat(),
+    }
+    return answer(cmd, batch, ok(deleted))
 
 
-@handler("session_close")
-def session_close(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
+@handler("session_close", SessionClosePayload)
+def session_close(writer: Writer, cmd: Command, p: SessionClosePayload, now: datetime) -> Applied:
     """Promote the valuable SESSION memories, drop the rest, optionally leave a 24 h note.
 
     Valuable (rules, whatever the LLM provider): important, recalled at least once, or
     named in ``promote_ids``. Promotion goes to APP when the session has an app, else
     GLOBAL, and is capacity-checked like any new memory.
     """
-    cmd, p = item.command, item.command.payload
-    sid, app_id = p["session_id"], p.get("app_id")
-    promote_ids = set(p.get("promote_ids") or [])
+    sid, app_id = p.session_id, p.app_id
+    promote_ids = set(p.promote_ids)
     idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     batch = WriteBatch()
     result = TaskResult(cmd.command_id, cmd.user_id, tenant_id=cmd.tenant_id)
-    promoted, dropped, refused = [], [], []
+    promoted: list[str] = []
+    dropped: list[MemoryRecord] = []
+    refused: list[str] = []
     with idx.lock:
         rc = Recorder(batch, now, cmd.command_id, idx, counters_of(idx), result)
         session = [
@@ -231,39 +180,23 @@ def session_close(writer: Writer, item: IncomingCommand, now: datetime) -> Appli
                 dropped.append(old)
                 continue
             rec = dataclasses.replace(old, level=target, session_id=None, updated_at=now)
-            if not _admit_moved(writer, rc, old, rec):
+            reason = f"promoted from session {sid} to {target}"
+            if not rc.move(old, rec, reason, lambda moved: writer.admit(rc, moved)):
                 refused.append(old.memory_id)
                 continue
-            reason = f"promoted from session {sid} to {target}"
-            rc.update(old, rec, None, reason, label="PROMOTE")
             promoted.append(rec.memory_id)
-        _soft_delete(rc, dropped, f"session {sid} closed; not promoted", OpSource.SYSTEM)
+        for old in dropped:
+            rc.delete(old, f"session {sid} closed; not promoted")
         pending_id = None
-        if p.get("pending") and session:
+        if p.pending and session:
             pending_id = _continuity(writer, rc, session, sid, app_id)
-    return _reply(
-        cmd.command_id,
-        batch,
-        ok(
-            {
-                "promoted": promoted,
-                "dropped": [r.memory_id for r in dropped],
-                "refused": refused,
-                "pending_memory_id": pending_id,
-            }
-        ),
-    )
-
-
-def _admit_moved(writer: Writer, rc: Recorder, old: MemoryRecord, rec: MemoryRecord) -> bool:
-    """Admit ``rec``, ``old``'s new version in another scope, with ``old``'s own slot free
-    (it leaves its scope as ``rec`` enters); the counters as they were after."""
-    assert rc.counters is not None
-    rc.counters.apply(delta_for(old.level, old.app_id, old.is_important, -1))
-    try:
-        return writer.admit(rc, rec)
-    finally:
-        rc.counters.apply(delta_for(old.level, old.app_id, old.is_important))
+    closed = {
+        "promoted": promoted,
+        "dropped": [r.memory_id for r in dropped],
+        "refused": refused,
+        "pending_memory_id": pending_id,
+    }
+    return answer(cmd, batch, ok(closed))
 
 
 def _continuity(

@@ -5,7 +5,9 @@ command, a lifecycle pass): the batch it fills, its time, its cause (the task, c
 or pass id that names its change rows), and the user's hot index and capacity counters
 when it holds them. One call records one mutation whole, in this order: the memory's
 new version, its vector (when it has one), its change row (``change_id_for`` of the
-memory, the op and the cause), the index, and the counters.
+memory, the op and the cause), the index, and the counters. Every mutation a handler
+makes goes through one: add, restore, update, move, retire, delete, purge, shred and
+touch; no handler edits a batch or the counters itself.
 
 The counters count ACTIVE memories (``counters_of`` of the index): a version that
 enters ACTIVE counts +1 in its scope, one that leaves it −1; a record that was not
@@ -15,6 +17,8 @@ ACTIVE counts nothing.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,6 +30,7 @@ from core.user_index import UserIndex
 from core.write_batch import WriteBatch, change
 from schemas.enums import OpSource, OpType, Status
 from schemas.memory import MemoryRecord
+from schemas.tenants import UserKey
 from sinks.tasks import TaskResult
 
 
@@ -126,6 +131,71 @@ class Recorder:
                 self.idx.remove(old.memory_id)
         self._count(old, -1)
 
+    def move(
+        self,
+        old: MemoryRecord,
+        rec: MemoryRecord,
+        reason: str,
+        admit: Callable[[MemoryRecord], bool],
+        *,
+        label: str = "PROMOTE",
+    ) -> bool:
+        """``rec``, ``old``'s new version in another scope, admitted by ``admit`` with
+        ``old``'s own slot free (it leaves its scope as ``rec`` enters), then recorded as
+        an update; False (nothing recorded) when ``admit`` refuses it."""
+        with self._vacated(old):
+            if not admit(rec):
+                return False
+        self.update(old, rec, None, reason, label=label)
+        return True
+
+    def delete(
+        self,
+        old: MemoryRecord,
+        reason: str,
+        *,
+        source: OpSource = OpSource.SYSTEM,
+        shred: bool = False,
+    ) -> None:
+        """``old`` soft-deleted now (DELETED, kept until the lifecycle purge: restore,
+        time travel). ``shred``: a whole-user purge — the deleted version keeps none of
+        the words (the data key that sealed the old ones is destroyed when this batch is
+        written, see :meth:`shred_user`), and its vector leaves Milvus now: an embedding
+        is a readable likeness of the words (inversion models recover much of a short
+        text), and a purged memory has nothing to restore."""
+        now = self.now
+        rec = dataclasses.replace(old, status=Status.DELETED, deleted_at=now, updated_at=now)
+        if shred:
+            rec = dataclasses.replace(
+                rec, content="", custom_tags={}, source_msg_id=None, source_msg_ids=[]
+            )
+            self.batch.milvus_deletes.append(old.memory_id)
+        before = "" if shred else old.content
+        self.retire(old, rec, OpType.DELETE, reason, before=before, source=source)
+
+    def shred_user(self, user: UserKey, stored_ids: Iterable[str]) -> None:
+        """A whole-user purge's end: the user's data key is destroyed when this batch is
+        written (crypto-shredding, docs/security.md), and the vectors of every stored
+        version (``stored_ids``: deleted or superseded before, too) leave Milvus."""
+        self.batch.shred_users.append(user)
+        named = set(self.batch.milvus_deletes)
+        self.batch.milvus_deletes.extend(mid for mid in stored_ids if mid not in named)
+
+    def purge(self, rec: MemoryRecord, reason: str) -> None:
+        """``rec`` leaves the stores for good (the lifecycle, after the retention): its
+        rows and its vector, with a PURGE change row."""
+        self.batch.milvus_deletes.append(rec.memory_id)
+        self.batch.purge_ids.append(rec.memory_id)
+        self.note(rec, OpType.PURGE, reason)
+
+    def touch(self, rec: MemoryRecord) -> None:
+        """A new version that changes no status, scope or words (recall-hit recovery:
+        weight and recall stats): written and indexed (its vector kept), with no change
+        row and no count."""
+        self._put(rec, None)
+        if self.idx is not None:
+            self.idx.upsert(rec, None)
+
     def note(
         self,
         anchor: MemoryRecord,
@@ -161,6 +231,15 @@ class Recorder:
         self.batch.memories.append(rec)
         if vector is not None:
             self.batch.vectors[rec.memory_id] = vector
+
+    @contextmanager
+    def _vacated(self, old: MemoryRecord) -> Iterator[None]:
+        """The counters without ``old`` for the block, as they were after it."""
+        self._count(old, -1)
+        try:
+            yield
+        finally:
+            self._count(old, +1)
 
     def _count(self, rec: MemoryRecord, sign: int, then: MemoryRecord | None = None) -> None:
         """``rec`` counted ``sign`` in its scope when ACTIVE, and ``then`` +1 when ACTIVE,

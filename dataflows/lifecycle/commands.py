@@ -26,12 +26,10 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from datetime import datetime
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
-
 from core import metrics
 from core.write_batch import WriteBatch
-from dataflows.ingest.commands import error, handler, ok
-from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.commands import answer, handler, ok
+from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer
 from dataflows.lifecycle import highwater as _highwater  # noqa: F401  (registers "consolidate")
@@ -45,29 +43,12 @@ from dataflows.lifecycle.rules import (
 )
 from schemas.commands import Command
 from schemas.enums import OpType, Status
-from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
+from schemas.payloads import LifecyclePayload, RecallHitsPayload
 from schemas.tenants import UserKey
 
 LIFECYCLE_OP = "lifecycle"
 RECALL_HITS_OP = "recall_hits"
-
-
-class LifecyclePayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    now: AwareDatetime
-    pass_id: str = Field(min_length=1, max_length=200)
-    memory_ids: list[str] = Field(max_length=100_000)
-    reply: bool = True
-
-
-class RecallHitsPayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    at: AwareDatetime
-    hits: dict[str, int] = Field(max_length=100_000)
-    reply: bool = True
 
 
 def lifecycle_command(
@@ -85,15 +66,6 @@ def recall_hits_command(
     return Command.new(RECALL_HITS_OP, "rh", user.user_id, payload, user.tenant)
 
 
-def _bad(cmd: Command, exc: ValidationError) -> Applied:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "payload"
-    msg = f"{cmd.op}: {where}: {first['msg']}"
-    return Applied(
-        WriteBatch(), command_results=[(cmd.command_id, error(ErrorCode.BAD_PARAMETER, msg))]
-    )
-
-
 def _current(writer: Writer, cmd: Command, ids: list[str]) -> list[MemoryRecord]:
     """The records to re-check (see the module docstring for where each comes from)."""
     user_id, tenant = cmd.user_id, cmd.tenant_id
@@ -107,13 +79,8 @@ def _current(writer: Writer, cmd: Command, ids: list[str]) -> list[MemoryRecord]
     return [*hot.values(), *(r for r in cold if r.status is not Status.ACTIVE)]
 
 
-@handler(LIFECYCLE_OP)
-def apply_lifecycle(writer: Writer, item: IncomingCommand, _wall: datetime) -> Applied:
-    cmd = item.command
-    try:
-        p = LifecyclePayload.model_validate(cmd.payload)
-    except ValidationError as exc:
-        return _bad(cmd, exc)
+@handler(LIFECYCLE_OP, LifecyclePayload)
+def apply_lifecycle(writer: Writer, cmd: Command, p: LifecyclePayload, _wall: datetime) -> Applied:
     s, now, cause = writer.s, p.now, p.pass_id
     records = _current(writer, cmd, list(dict.fromkeys(p.memory_ids)))
     batch = WriteBatch()
@@ -131,33 +98,26 @@ def apply_lifecycle(writer: Writer, item: IncomingCommand, _wall: datetime) -> A
                 reason = archive_reason(planned.action, s)
                 rc.retire(rec, archived(rec, planned, now), OpType.ARCHIVE, reason)
             else:
-                batch.milvus_deletes.append(rec.memory_id)
-                batch.purge_ids.append(rec.memory_id)
-                rc.note(rec, OpType.PURGE, purge_reason(planned.action, s))
+                rc.purge(rec, purge_reason(planned.action, s))
     data = {**done, "skipped": len(p.memory_ids) - sum(len(v) for v in done.values())}
-    results = [(cmd.command_id, ok(data))] if p.reply else []
-    return Applied(batch, command_results=results)
+    return answer(cmd, batch, ok(data)) if p.reply else Applied(batch)
 
 
-@handler(RECALL_HITS_OP)
-def apply_recall_hits(writer: Writer, item: IncomingCommand, _wall: datetime) -> Applied:
-    cmd = item.command
-    try:
-        p = RecallHitsPayload.model_validate(cmd.payload)
-    except ValidationError as exc:
-        return _bad(cmd, exc)
+@handler(RECALL_HITS_OP, RecallHitsPayload)
+def apply_recall_hits(
+    writer: Writer, cmd: Command, p: RecallHitsPayload, _wall: datetime
+) -> Applied:
     batch = WriteBatch()
     done, skipped = [], []
     idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
+    rc = Recorder(batch, p.at, cmd.command_id, idx)  # no change rows, no counts: touch only
     with idx.lock:
         for memory_id, n in p.hits.items():
             rec = idx.records.get(memory_id)  # only ACTIVE memories recover
             if rec is None or (rec.last_recalled_at is not None and rec.last_recalled_at >= p.at):
                 skipped.append(memory_id)
                 continue
-            new = recovered(rec, p.at, n, writer.s)
-            batch.memories.append(new)
-            idx.upsert(new, None)
+            rc.touch(recovered(rec, p.at, n, writer.s))
             done.append(memory_id)
-    results = [(cmd.command_id, ok({"recovered": done, "skipped": skipped}))] if p.reply else []
-    return Applied(batch, command_results=results)
+    data = {"recovered": done, "skipped": skipped}
+    return answer(cmd, batch, ok(data)) if p.reply else Applied(batch)

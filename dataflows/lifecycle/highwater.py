@@ -22,34 +22,24 @@ import math
 from collections.abc import Iterable
 from datetime import datetime
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
-
 from core.capacity import GLOBAL, TOTAL, limit_for
 from core.consolidation import high_water_needs
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch
-from dataflows.ingest.commands import error, handler, ok
+from dataflows.ingest.commands import answer, handler, ok
 from dataflows.ingest.consolidate import consolidate
-from dataflows.ingest.items import Applied, IncomingCommand
+from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
 from dataflows.runtime import Runtime
 from schemas.commands import Command
 from schemas.enums import Status
-from schemas.errors import ErrorCode
+from schemas.payloads import ConsolidatePayload
 from schemas.tenants import UserKey
 from sinks.memory_filter import MemoryFilter
 
 CONSOLIDATE_OP = "consolidate"
-
-
-class ConsolidatePayload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    now: AwareDatetime
-    pass_id: str = Field(min_length=1, max_length=200)
-    reply: bool = True
 
 
 def consolidate_command(user: UserKey, now: datetime, pass_id: str, reply: bool = True) -> Command:
@@ -80,16 +70,10 @@ def _mark(key: str, s: Settings, ratio: float) -> int:
     return math.floor(ratio * limit_for(key, s) + 1e-9)
 
 
-@handler(CONSOLIDATE_OP)
-def apply_consolidate(writer: Writer, item: IncomingCommand, _wall: datetime) -> Applied:
-    cmd = item.command
-    try:
-        p = ConsolidatePayload.model_validate(cmd.payload)
-    except ValidationError as exc:
-        msg = f"{cmd.op}: {exc.errors()[0]['msg']}"
-        return Applied(
-            WriteBatch(), command_results=[(cmd.command_id, error(ErrorCode.BAD_PARAMETER, msg))]
-        )
+@handler(CONSOLIDATE_OP, ConsolidatePayload)
+def apply_consolidate(
+    writer: Writer, cmd: Command, p: ConsolidatePayload, _wall: datetime
+) -> Applied:
     batch = WriteBatch()
     held = writer.rt.cache.peek(cmd.user_id, tenant=cmd.tenant_id)
     idx = held or _transient_index(writer.rt, UserKey(cmd.tenant_id, cmd.user_id))
@@ -99,7 +83,7 @@ def apply_consolidate(writer: Writer, item: IncomingCommand, _wall: datetime) ->
         merged = consolidate(writer.rt, Recorder(batch, p.now, p.pass_id, idx, counters), needs)
     members = sum(1 for m in batch.memories if m.status is Status.SUPERSEDED)
     data = {"merged": [m.memory_id for m in merged], "members": members}
-    return Applied(batch, command_results=[(cmd.command_id, ok(data))] if p.reply else [])
+    return answer(cmd, batch, ok(data)) if p.reply else Applied(batch)
 
 
 def _transient_index(rt: Runtime, user: UserKey) -> UserIndex:

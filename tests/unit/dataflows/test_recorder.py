@@ -15,6 +15,7 @@ from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import counters_of
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.memory import MemoryRecord
+from schemas.tenants import UserKey
 
 DIM = 8
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -126,3 +127,56 @@ def test_without_index_or_counters_only_the_batch_is_filled():
     rc.retire(a, dataclasses.replace(a, status=Status.ARCHIVED), OpType.ARCHIVE, "decayed")
     assert [m.status for m in rc.batch.memories] == [Status.ARCHIVED]
     assert rc.batch.changes[0].change_id == change_id_for("m_a", "ARCHIVE", "pass1")
+
+
+def test_delete_shred_purge_and_touch_go_through_the_recorder():
+    rc = recorder("c1")
+    a = rec("m_a", "I like tea", Level.APP, "garden")
+    b = rec("m_b", "I like jazz")
+    rc.add(a, vec(1), "extracted")
+    rc.add(b, vec(2), "extracted")
+    rc.batch = WriteBatch()
+    rc.delete(a, "deleted", source=OpSource.USER)
+    gone = rc.batch.memories[-1]
+    assert (gone.status, gone.deleted_at, gone.content) == (Status.DELETED, NOW, "I like tea")
+    assert rc.batch.changes[-1].content_before == "I like tea"
+    assert "m_a" not in rc.idx.records and not rc.batch.milvus_deletes
+    assert dict(rc.counters.counts).get("app:garden", 0) == 0
+    rc.delete(b, "purge requested", shred=True)
+    shredded = rc.batch.memories[-1]
+    assert (shredded.content, shredded.custom_tags) == ("", {})
+    assert rc.batch.changes[-1].content_before == ""
+    assert rc.batch.milvus_deletes == ["m_b"]
+    rc.shred_user(UserKey("default", 7), ["m_a", "m_b", "m_old"])
+    assert rc.batch.shred_users == [UserKey("default", 7)]
+    assert rc.batch.milvus_deletes == ["m_b", "m_a", "m_old"]
+    rc.purge(gone, "retention over")
+    assert rc.batch.purge_ids == ["m_a"] and rc.batch.milvus_deletes[-1] == "m_a"
+    assert rc.batch.changes[-1].op_type == OpType.PURGE
+
+
+def test_touch_writes_and_indexes_without_a_change_row_or_a_count():
+    rc = recorder()
+    a = rec("m_a", "I like tea")
+    rc.add(a, vec(1), "extracted")
+    before = dict(rc.counters.counts)
+    rc.batch = WriteBatch()
+    hit = dataclasses.replace(a, recall_count=3, weight=0.9)
+    rc.touch(hit)
+    assert rc.batch.memories == [hit] and not rc.batch.changes and not rc.batch.vectors
+    assert rc.idx.records["m_a"].recall_count == 3
+    assert dict(rc.counters.counts) == before
+
+
+def test_move_admits_with_the_old_slot_free_and_records_an_update():
+    rc = recorder()
+    s = rec("m_s", "I like tea", Level.SESSION, session_id="s1")
+    rc.add(s, vec(1), "extracted")
+    moved = dataclasses.replace(s, level=Level.GLOBAL, session_id=None)
+    seen: list[dict] = []
+    assert rc.move(s, moved, "promoted", lambda r: seen.append(dict(rc.counters.counts)) or True)
+    assert seen[0].get("total", 0) == 0  # its own slot was free while admitted
+    assert rc.batch.memories[-1] == moved
+    assert rc.batch.changes[-1].change_id == change_id_for("m_s", "PROMOTE", "t1")
+    assert not rc.move(moved, s, "back", lambda r: False)
+    assert rc.batch.memories[-1] == moved  # refused: nothing recorded

@@ -1,9 +1,7 @@
-"""Values that cross the LLM seam: extracted facts and evolution decisions.
+"""Values that cross the models/ boundary: extracted facts and evolution decisions.
 
-They are what ``core.seams.LLMLike`` takes and returns, so they live here, below core and
-models alike (docs/architecture.md#code-layout). Frozen pydantic models like the rest
-of ``schemas/``: a fact or decision, once produced, is only read (written to the
-changelog, applied by the keyed writer).
+Frozen pydantic models like the rest of ``schemas/``: a fact or decision, once produced,
+is only read (written to the changelog, applied by the keyed writer).
 """
 
 from __future__ import annotations
@@ -61,10 +59,6 @@ class Similar(NamedTuple):
     text: str
     score: float | None = None
     merged: bool = False
-
-
-# What ``decide`` accepts of a similar memory: a ``Similar`` or a plain (id, text[, score]).
-SimilarLike = Similar | tuple[Any, ...]
 
 
 class Decision(BaseModel):
