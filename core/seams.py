@@ -1,17 +1,25 @@
-"""What the stores, flows and API use of an embedder: the seam, as a structural type.
+"""What the stores, flows and API use of an embedder and of an LLM: one seam per role,
+each a structural type.
 
-``models.embedding.base.Embedder`` is the one implementation family; this protocol lives
-in core because sinks (the store-model check, re-embedding) use an embedder too and may
-not import models. A test's stand-in satisfies it without subclassing anything.
-The LLM's seam is ``models.llm.base.LLMLike`` (its values are models' types).
+These protocols are the only interface types of the two roles. They live in core
+because sinks (the store-model check, re-embedding) and dataflows use them and may not
+import models (docs/architecture.md#code-layout); the LLM's values are ``schemas.facts``.
+``models.embedding.base.Embedder`` and ``models.llm.base.LLM`` implement them (they
+subclass them, and add only shared behaviour: batching, the query cache, re-asks); a
+test's stand-in satisfies them without subclassing anything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 from typing import Protocol
 
 import numpy as np
+
+from schemas.enums import Ownership
+from schemas.events import Message, Strategy
+from schemas.facts import Decision, Fact, SimilarLike
 
 
 class EmbedderLike(Protocol):
@@ -37,6 +45,49 @@ class EmbedderLike(Protocol):
 
     def embed_query(self, text: str) -> np.ndarray:
         """One question's vector, shape (dim,)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the provider holds."""
+        ...
+
+
+class LLMLike(Protocol):
+    """What the dataflows use of an LLM: extraction, the evolution decision, merging."""
+
+    # Whether earlier turns given as context help extraction. A model reads them to
+    # resolve "it" and "there"; the rules provider reads each turn alone, so the caller
+    # need not send them (and its per-call dedup would otherwise hide a repeated fact).
+    uses_context: bool
+
+    @property
+    def name(self) -> str:
+        """Provider and model, for logs and the changelog's reason field."""
+        ...
+
+    def extract_facts(
+        self,
+        messages: Sequence[Message],
+        ownership: Ownership | None,
+        strategy: Strategy | None,
+        today: date,
+    ) -> list[Fact]:
+        """Facts worth remembering, each traced to its turn; [] when there are none.
+
+        ``ownership`` picks the variant: USER reads user turns, AGENT assistant turns,
+        None (generic) both. System turns are never read.
+        """
+        ...
+
+    def decide(self, new_fact: str | Fact, similar: Sequence[SimilarLike]) -> list[Decision]:
+        """ADD/UPDATE/DELETE/NONE for one new fact against its most similar memories.
+
+        ``similar`` holds ``(id, text[, score])``; ids in the answer are always among them.
+        """
+        ...
+
+    def summarize(self, texts: Sequence[str], max_chars: int) -> str:
+        """ONE memory saying what ``texts`` (memories in time order) say, shorter."""
         ...
 
     def close(self) -> None:

@@ -27,7 +27,7 @@ from models.errors import (
 )
 from models.factory import build_embedder, build_llm
 from models.llm.base import LLM
-from models.types import Decision, DecisionResult, Fact, Similar
+from schemas.facts import Decision, DecisionResult, Fact, Similar
 
 __all__ = [
     "LLM",

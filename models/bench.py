@@ -82,7 +82,7 @@ def bench_embedding(
     return {
         "provider": emb.name,
         "dim": emb.dim,
-        "runtime": getattr(emb, "runtime", "remote"),
+        "runtime": emb.runtime,
         "threads": settings.embedding_threads,
         "batch_size": emb.batch_size,
         "n": n,

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from core import metrics
 from core.logs import log_fields
+from core.seams import LLMLike
 from models.errors import ModelError
-from models.llm.base import LLMLike, SimilarLike
-from models.types import Decision, DecisionResult, Fact
 from schemas.enums import OpType
+from schemas.facts import Decision, DecisionResult, Fact, SimilarLike
 
 log = logging.getLogger(__name__)
 

@@ -26,16 +26,17 @@ from dataflows.lifecycle.flow import build_flow as build_lifecycle
 from dataflows.lifecycle.schedule import LifecyclePasses
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
-from dataflows.runtime import Runtime
+from dataflows.runtime import Runtime, open_runtime
 from ops.heap import limit_arenas, start_trimmer
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.serving import api_base_url, server_config
-from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch, StoreUnavailable
 from sinks.flow_health import RestartLog
 from sinks.keystore import check_bind
 from sinks.stores import Stores
+
+CONFIG_READY_S = 2.0  # how long the node waits for memory.config before serving
 
 log = logging.getLogger("memstream.node")
 
@@ -54,17 +55,15 @@ def _ensure_topics_forever(stores: Stores, stop: threading.Event) -> None:
 
 def serve(settings: Settings) -> None:
     check_bind(settings)  # SettingsError: no key, yet asked to listen beyond loopback
-    stores = Stores.from_settings(settings)
-    stores.setup()
-    # memory.config: live thresholds, read while the models load, applied without restart
-    config = follow_config(stores.kafka, settings)
-    try:
-        rt = Runtime.build(settings, stores)  # ModelMismatch: another model made the store
-    except ModelMismatch:
-        config.stop()
-        stores.close()
-        raise
-    config.attach(rt)
+    # memory.config followed while the models load (the live values before the first
+    # request; Kafka may be down); ModelMismatch: another model made the store's vectors.
+    # On the way out the stores and the follower close in reverse order.
+    with open_runtime(settings, ready_s=CONFIG_READY_S) as rt:
+        _serve(settings, rt)
+
+
+def _serve(settings: Settings, rt: Runtime) -> None:
+    stores = rt.stores
     stop = threading.Event()
     topics = threading.Thread(
         target=_ensure_topics_forever, args=(stores, stop), name="ensure-topics", daemon=True
@@ -92,11 +91,10 @@ def serve(settings: Settings) -> None:
     lifecycle.start()
     passes = LifecyclePasses(rt, KafkaVia(stores))  # periodic passes; stop with rt.stop
     passes.start()
-    services = rt.shared()  # the API serves from the flows' stores, cache and embedder
+    services = rt.services  # the API serves from the flows' stores, cache and embedder
     app = create_app(settings, stores, services)
     app.state.lifecycle_runner = passes.run  # POST /admin/v1/lifecycle/run
-    config.attach(services, app.state)
-    config.ready.wait(2.0)  # the live values before the first request (Kafka may be down)
+    services.keep_live(app.state)
     # Writers in other processes (a standalone ingest, a second node) reach this
     # process's caches through memory.changes; its own writes are applied in-process.
     follower = follow_changes(app.state, rt.cache, stores.kafka, rt.memories.origin)
@@ -116,11 +114,9 @@ def serve(settings: Settings) -> None:
     finally:
         stop.set()
         follower.stop()
-        config.stop()
         ingest.stop()
         lifecycle.stop()
         passes.join()
-        stores.close()
         log.info("node stopped", extra={"fields": {"uptime_s": round(time.monotonic() - started)}})
 
 

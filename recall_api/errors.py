@@ -20,12 +20,13 @@ from confluent_kafka import KafkaException
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import TypeAdapter
+from pydantic import BaseModel
 from pymilvus.exceptions import MilvusUnavailableException
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.logs import describe_error, trace_id_var
+from schemas.api import Envelope as EnvelopeModel
 from schemas.errors import ErrorCode
 from sinks.errors import StoreUnavailable
 
@@ -78,23 +79,22 @@ def envelope(
     return Envelope(body, status_code=code.http_status, headers=headers)
 
 
-# What FastAPI rendered when the routes returned plain dicts (their ``-> dict[str, Any]``
-# was the response model): pydantic's JSON of the dict, compact UTF-8.
-_PLAIN = TypeAdapter(dict[str, Any])
+def model_json(model: BaseModel, status_code: int = 200) -> Response:
+    """``model`` rendered by pydantic with the fields that were set (an optional field left
+    out stays out), with no second validation pass: FastAPI does not apply a route's
+    ``response_model`` to a returned Response, the route built the model itself."""
+    body = model.__pydantic_serializer__.to_json(model, exclude_unset=True, by_alias=True)
+    return Response(body, status_code=status_code, media_type="application/json")
 
 
-def plain_json(content: dict[str, Any]) -> Response:
-    """``content`` as the same JSON bytes FastAPI sent for a returned dict, with no
-    validation pass: the route's ``response_model`` documents the answer (FastAPI does
-    not apply it to a returned Response) and the API tests validate real answers against
-    it. A model applied here would drop the fields it does not name and re-render
-    instants and numbers."""
-    return Response(_PLAIN.dump_json(content, by_alias=True), media_type="application/json")
-
-
-def ok(data: object) -> Response:
-    """A success answer ``{code: 0, msg: "ok", data}`` (no ``trace_id``, as always)."""
-    return plain_json({"code": 0, "msg": "ok", "data": data})
+def ok(data: BaseModel, *, traced: bool = False) -> Response:
+    """A success answer ``{code: 0, msg: "ok", data}``: the route's ``schemas.responses``
+    model in the envelope. ``traced`` adds the request's ``trace_id`` (recall's answer);
+    the other success answers leave it out, as always."""
+    answer = EnvelopeModel[Any](code=0, msg="ok", data=data)
+    if traced:
+        answer.trace_id = trace_id_var.get()
+    return model_json(answer)
 
 
 def is_outage(exc: BaseException) -> bool:

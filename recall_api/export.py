@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+from schemas.responses import Change, Memory
 from schemas.tenants import DEFAULT_TENANT
 from sinks.services import Services
 
@@ -84,8 +85,8 @@ def _run(svc: Services, export_id: str, user_id: int, tenant: str) -> None:
             svc.memories.load(user_id, tenant=tenant), key=lambda r: (r.created_at, r.memory_id)
         )
         changes, _ = svc.changelog.query(user_id, tenant=tenant, limit=1_000_000)
-        lines = [{"type": "memory", "tenant_id": tenant, **m.public()} for m in memories]
-        lines += [{"type": "change", "tenant_id": tenant, **c.public()} for c in changes]
+        lines = [_line("memory", tenant, Memory.of(m)) for m in memories]
+        lines += [_line("change", tenant, Change.of(c)) for c in changes]
         tmp = path.with_suffix(".part")
         with tmp.open("w", encoding="ascii") as f:
             for line in lines:
@@ -103,6 +104,11 @@ def _run(svc: Services, export_id: str, user_id: int, tenant: str) -> None:
         )
     except Exception as exc:  # the job reports its failure instead of vanishing
         redis.hset(_key(export_id), mapping={"status": "failed", "reason": str(exc)[:500]})
+
+
+def _line(kind: str, tenant: str, row: Memory | Change) -> dict[str, Any]:
+    """One line of the file: the memory or change as the API shows it, with its type and tenant."""
+    return {"type": kind, "tenant_id": tenant, **row.model_dump(mode="json")}
 
 
 def status(svc: Services, export_id: str, tenant: str | None) -> dict[str, Any] | None:

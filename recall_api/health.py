@@ -7,10 +7,10 @@ import time
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from recall_api.errors import plain_json
+from recall_api.errors import model_json
 from recall_api.metrics import READY
 from schemas.api import Health
 from sinks.flow_health import LOOP_RESTARTS, LOOP_WINDOW_S, LoopWatch
@@ -21,11 +21,11 @@ router = APIRouter(tags=["health"])
 @router.get("/healthz", response_model=Health)
 async def healthz() -> Response:
     """The process is alive; says nothing about dependencies."""
-    return plain_json({"status": "ok"})
+    return model_json(Health(status="ok"))
 
 
 @router.get("/readyz", response_model=Health, responses={503: {"model": Health}})
-async def readyz(request: Request) -> JSONResponse:
+async def readyz(request: Request) -> Response:
     """200 only when Kafka, Redis, ClickHouse and Milvus all answer."""
     stores = request.app.state.stores
     started = time.perf_counter()
@@ -33,12 +33,12 @@ async def readyz(request: Request) -> JSONResponse:
     for name, ok in checks.items():
         READY.labels(name).set(1 if ok else 0)
     ok = all(checks.values())
-    body = {
-        "status": "ready" if ok else "unavailable",
-        "checks": checks,
-        "took_ms": round((time.perf_counter() - started) * 1000, 1),
-    }
-    return JSONResponse(body, status_code=200 if ok else 503)
+    body = Health(
+        status="ready" if ok else "unavailable",
+        checks=checks,
+        took_ms=round((time.perf_counter() - started) * 1000, 1),
+    )
+    return model_json(body, status_code=200 if ok else 503)
 
 
 def ingest_watch(state: Any) -> LoopWatch:
@@ -51,16 +51,16 @@ def ingest_watch(state: Any) -> LoopWatch:
 
 
 @router.get("/healthz/ingest", response_model=Health, responses={503: {"model": Health}})
-async def healthz_ingest(request: Request) -> JSONResponse:
+async def healthz_ingest(request: Request) -> Response:
     """503 while the ingest flow is crash-looping (>= 3 restarts in 5 minutes, in any
     process): adds are accepted by nobody then. Recall is unaffected (``/readyz``)."""
     restarts = await asyncio.to_thread(ingest_watch(request.app.state).restarts)
     looping = restarts >= LOOP_RESTARTS
-    body = {
-        "status": "crash_looping" if looping else "ok",
-        "checks": {"restarts": restarts, "window_s": LOOP_WINDOW_S, "flow": "ingest"},
-    }
-    return JSONResponse(body, status_code=503 if looping else 200)
+    body = Health(
+        status="crash_looping" if looping else "ok",
+        checks={"restarts": restarts, "window_s": LOOP_WINDOW_S, "flow": "ingest"},
+    )
+    return model_json(body, status_code=503 if looping else 200)
 
 
 @router.get("/metrics", response_model=None, response_class=PlainTextResponse)

@@ -123,7 +123,7 @@ class Recaller:
         # snapshot load needs no ClickHouse query for its data key (sinks.keyring)
         svc.memories.cipher.start_refresher()
         self.hits = HitPublisher(svc.stores.kafka)
-        name = str(getattr(svc.embedder, "name", ""))
+        name = svc.embedder.name
         self.calibration = calibration_for(name, svc.settings.dense_calibration)
         self._reference = np.asarray(svc.embedder.embed(list(REFERENCE)), dtype=np.float32)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="recall")

@@ -62,42 +62,6 @@ class MemoryRecord:
             ids.insert(0, self.source_msg_id)
         return ids
 
-    def source(self) -> dict[str, Any]:
-        """``source {session_id, msg_id, msg_ids}`` as the API shows it (DESIGN §6)."""
-        return {
-            "session_id": self.source_session_id,
-            "msg_id": self.source_msg_id,
-            "msg_ids": self.msg_ids,
-        }
-
-    def public(self) -> dict[str, Any]:
-        """The caller-facing fields (no hash, no version)."""
-        return {
-            "memory_id": self.memory_id,
-            "content": self.content,
-            "user_id": self.user_id,
-            "app_id": self.app_id,
-            "session_id": self.session_id,
-            "level": str(self.level),
-            "ownership": str(self.ownership),
-            "mem_type": str(self.mem_type),
-            "status": str(self.status),
-            "weight": round(self.weight, 6),
-            "is_important": self.is_important,
-            "recall_count": self.recall_count,
-            "created_at": _iso(self.created_at),
-            "updated_at": _iso(self.updated_at),
-            "last_recalled_at": _iso(self.last_recalled_at),
-            "expire_at": _iso(self.expire_at),
-            "archived_at": _iso(self.archived_at),
-            "deleted_at": _iso(self.deleted_at),
-            "valid_at": _iso(self.valid_at),
-            "invalid_at": _iso(self.invalid_at),
-            "superseded_by": self.superseded_by,
-            "custom_tags": self.custom_tags,
-            "source": self.source(),
-        }
-
 
 @dataclass(slots=True, frozen=True)
 class ChangeRecord:
@@ -115,27 +79,6 @@ class ChangeRecord:
     task_id: str = ""
     sanitized: bool = False
     tenant_id: str = DEFAULT_TENANT
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "change_id": self.change_id,
-            "memory_id": self.memory_id,
-            "user_id": self.user_id,
-            "app_id": self.app_id,
-            "level": str(self.level),
-            "op_type": str(self.op_type),
-            "content_before": self.content_before,
-            "content_after": self.content_after,
-            "reason": self.reason,
-            "op_source": str(self.op_source),
-            "op_time": _iso(self.op_time),
-            "task_id": self.task_id,
-            "sanitized": self.sanitized,
-        }
-
-
-def _iso(dt: datetime | None) -> str | None:
-    return dt.isoformat().replace("+00:00", "Z") if dt is not None else None
 
 
 def tags_json(tags: dict[str, Any]) -> str:

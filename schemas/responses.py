@@ -2,23 +2,36 @@
 (``response_model=Envelope[...]``, so OpenAPI documents every answer) and what a client
 reads (``memstream.client``).
 
-The routes build these payloads as plain dicts (``MemoryRecord.public()``,
-``recall_api.routes.recall.item``, the writer's command results) and answer them
-without a validation pass; these models name their fields. They ignore fields they do
-not know, so a newer server with more fields still parses; the API's tests validate real
-answers against the declared model with no field left over
-(``tests/integration/test_api_shapes.py``) and the client's parse every answer through
-them, which is what keeps the three in step.
+Each route builds its model and the envelope serialises it (``recall_api.errors.ok``)
+with the fields the route set: an optional field a route leaves out stays out of the
+answer. The models ignore fields they do not know, so a client talking to a newer server
+with more fields still parses; the API's tests check that every real answer re-renders
+unchanged through the model its route declares (``tests/integration/test_api_shapes.py``),
+so OpenAPI, the answers and the client (``memstream.client``) cannot drift apart.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+
+if TYPE_CHECKING:
+    from schemas.memory import ChangeRecord, MemoryRecord
+
+# An instant as Python's ``isoformat`` writes it (``+00:00``, not ``Z``): the form the
+# writer's and the lifecycle's answers always had.
+IsoInstant = Annotated[
+    datetime,
+    PlainSerializer(datetime.isoformat, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
+# A number the API answers as a numeric string (an export's record as kept in Redis).
+NumericText = Annotated[float, PlainSerializer(repr, return_type=str, when_used="json")]
+IntText = Annotated[int, PlainSerializer(str, return_type=str, when_used="json")]
 
 
 class _Data(BaseModel):
@@ -32,6 +45,10 @@ class Source(_Data):
     session_id: str | None = None
     msg_id: str | None = None
     msg_ids: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, r: MemoryRecord) -> Source:
+        return cls(session_id=r.source_session_id, msg_id=r.source_msg_id, msg_ids=r.msg_ids)
 
 
 class AddAccepted(_Data):
@@ -138,6 +155,21 @@ class Memory(_Data):
     custom_tags: dict[str, Any] = Field(default_factory=dict)
     source: Source = Field(default_factory=Source)
 
+    @classmethod
+    def of(cls, r: MemoryRecord) -> Memory:
+        """The caller-facing fields of a stored memory (no hash, no version)."""
+        return cls(
+            memory_id=r.memory_id, content=r.content, user_id=r.user_id, app_id=r.app_id,
+            session_id=r.session_id, level=r.level, ownership=r.ownership,
+            mem_type=r.mem_type, status=r.status, weight=round(r.weight, 6),
+            is_important=r.is_important, recall_count=r.recall_count,
+            created_at=r.created_at, updated_at=r.updated_at,
+            last_recalled_at=r.last_recalled_at, expire_at=r.expire_at,
+            archived_at=r.archived_at, deleted_at=r.deleted_at, valid_at=r.valid_at,
+            invalid_at=r.invalid_at, superseded_by=r.superseded_by,
+            custom_tags=r.custom_tags, source=Source.of(r),
+        )  # fmt: skip
+
 
 class Change(_Data):
     """One row of the immutable change log."""
@@ -156,6 +188,15 @@ class Change(_Data):
     task_id: str = ""
     sanitized: bool = False
 
+    @classmethod
+    def of(cls, c: ChangeRecord) -> Change:
+        return cls(
+            change_id=c.change_id, memory_id=c.memory_id, user_id=c.user_id, app_id=c.app_id,
+            level=c.level, op_type=c.op_type, content_before=c.content_before,
+            content_after=c.content_after, reason=c.reason, op_source=c.op_source,
+            op_time=c.op_time, task_id=c.task_id, sanitized=c.sanitized,
+        )  # fmt: skip
+
 
 class Updated(_Data):
     memory_id: str
@@ -169,7 +210,7 @@ class Deleted(_Data):
     deleted: int
     memory_ids: list[str] = Field(default_factory=list)
     not_found: list[str] = Field(default_factory=list)
-    physical_removal_due: datetime | None = None
+    physical_removal_due: IsoInstant | None = None
 
 
 class Purged(Deleted):
@@ -238,11 +279,11 @@ class ExportStatus(_Data):
     # the job's record as kept in Redis: the API answers its numbers (user_id, counts,
     # the epoch seconds it started and finished) as numeric strings, parsed here
     tenant_id: str | None = None
-    user_id: int | None = None
-    created_at: float | None = None
-    memories: int | None = None
-    changes: int | None = None
-    finished_at: float | None = None
+    user_id: IntText | None = None
+    created_at: NumericText | None = None
+    memories: IntText | None = None
+    changes: IntText | None = None
+    finished_at: NumericText | None = None
     reason: str | None = None
     url: str | None = None
     expires: int | None = None
@@ -269,7 +310,7 @@ class WhoAmI(_Data):
 class LifecycleSummary(_Data):
     """``/admin/v1/lifecycle/run``: what one lifecycle pass did (counts of memories)."""
 
-    now: datetime
+    now: IsoInstant
     users: int
     archived: int  # decayed below the threshold
     expired: int  # archived because expire_at passed
@@ -289,7 +330,7 @@ class ProcessStats(_Data):
     (API processes), its ClickHouse engine and embedded Milvus Lite's segments."""
 
     python: dict[str, Any]
-    lru_caches: dict[str, dict[str, int]]
+    lru_caches: dict[str, dict[str, int | None]]
     hot_cache: dict[str, int] | None = None
     clickhouse: dict[str, Any]
     milvus: dict[str, Any]

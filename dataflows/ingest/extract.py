@@ -14,10 +14,10 @@ from datetime import UTC, date, datetime
 
 from core import metrics
 from core.hashing import memory_id_for
+from core.seams import LLMLike
 from dataflows.ingest.items import Extracted, FactItem, Incoming, Rejected, TurnBatch
 from models.errors import ModelError
 from models.lang import utc_date
-from models.llm.base import LLMLike
 from schemas.events import ConversationEvent, Message
 
 log = logging.getLogger(__name__)

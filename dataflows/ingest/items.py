@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.write_batch import WriteBatch
-from models.types import Fact
 from schemas.commands import Command
 from schemas.events import ConversationEvent, Message
+from schemas.facts import Fact
 from schemas.tenants import DEFAULT_TENANT
 from sinks.tasks import TaskResult
 

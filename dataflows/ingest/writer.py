@@ -46,10 +46,10 @@ from dataflows.ingest.items import Applied, Extracted, FactItem
 from dataflows.ingest.recorder import Recorder
 from dataflows.runtime import Runtime
 from models.degrade import decide_or_degrade
-from models.types import Decision, Similar
 from schemas.enums import Level, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.events import ConversationEvent
+from schemas.facts import Decision, Similar
 from schemas.memory import MemoryRecord
 from sinks.tasks import TaskResult
 

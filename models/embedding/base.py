@@ -16,7 +16,7 @@ symmetric models, where the two forms are the same call.
 from __future__ import annotations
 
 import threading
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -24,6 +24,7 @@ from typing import TypeVar
 import numpy as np
 from cachetools import LRUCache
 
+from core.seams import EmbedderLike
 from models.errors import MalformedOutput
 
 T = TypeVar("T")
@@ -53,11 +54,14 @@ class QueryCache:
         return len(self._lru)
 
 
-class Embedder(ABC):
-    """Turns texts into a float32 matrix of unit-norm rows; safe to call from many threads."""
+class Embedder(EmbedderLike):
+    """What every provider of ``core.seams.EmbedderLike`` shares (the seam is the one
+    interface type): batching, norms, lanes and the query cache. A provider gives
+    ``name`` and the hook ``_embed_batch``."""
 
     passage_prefix = ""
     query_prefix = ""
+    runtime = "remote"  # where the model runs: "onnx"/"torch" in this process, else remote
 
     def __init__(
         self, *, dim: int, batch_size: int = 64, cache_size: int = 0, lanes: int = 1
@@ -85,11 +89,6 @@ class Embedder(ABC):
     def dim(self) -> int:
         """Vector size; the Milvus collection and the hot caches are built with it."""
         return self._dim
-
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """Provider and model, for logs, metrics and the bench report."""
 
     @abstractmethod
     def _embed_batch(self, texts: list[str]) -> np.ndarray:

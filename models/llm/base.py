@@ -1,7 +1,8 @@
 """The LLM interface, and the shared behaviour of every prompt-driven provider.
 
-``LLM`` is what the dataflow calls: ``extract_facts``, ``decide`` and ``summarize``
-(typed at the seam as ``LLMLike``, the protocol of those calls).
+The dataflow calls ``extract_facts``, ``decide`` and ``summarize`` through the seam
+``core.seams.LLMLike``, the one interface type; ``LLM`` implements it with what every
+provider shares.
 ``PromptedLLM`` builds the prompts, parses the JSON answer, re-asks once when the answer
 is malformed (showing the model its mistake) and then raises MalformedOutput — never an
 empty list pretending success. A provider implements one hook: ``_complete(messages) -> str``,
@@ -15,88 +16,36 @@ from __future__ import annotations
 
 import json
 import re
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from core.compression import merged_text
 from core.consolidation import bounded_join
+from core.seams import LLMLike
 from models.errors import InventedId, MalformedOutput
 from models.prompts import consolidate as consolidate_prompt
 from models.prompts import decide as decide_prompt
 from models.prompts import extract_facts as extract_prompt
-from models.types import ChatMessage, Decision, Fact, Similar, as_similar
 from schemas.enums import OpType, Ownership
 from schemas.events import Message, Strategy
+from schemas.facts import ChatMessage, Decision, Fact, SimilarLike, as_similar
 
 T = TypeVar("T")
-SimilarLike = Similar | tuple[Any, ...]
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
-class LLMLike(Protocol):
-    """What the dataflows use of an LLM: the seam, as a structural type. ``LLM`` below is
-    the implementation family; a test's stand-in (or a wrapper) satisfies it as well."""
+class LLM(LLMLike):
+    """The shared behaviour of every provider of ``core.seams.LLMLike``: the
+    summary's rules floor and a no-op ``close``. A provider gives ``name``,
+    ``extract_facts`` and ``decide`` (``PromptedLLM`` gives the last two from prompts)."""
 
-    # Whether earlier turns given as context help extraction (``LLM.uses_context``).
-    uses_context: bool
-
-    @property
-    def name(self) -> str: ...
-
-    def extract_facts(
-        self,
-        messages: Sequence[Message],
-        ownership: Ownership | None,
-        strategy: Strategy | None,
-        today: date,
-    ) -> list[Fact]: ...
-
-    def decide(self, new_fact: str | Fact, similar: Sequence[SimilarLike]) -> list[Decision]: ...
-
-    def summarize(self, texts: Sequence[str], max_chars: int) -> str: ...
-
-    def close(self) -> None: ...
-
-
-class LLM(ABC):
-    """The two tasks of memstream's intelligence (DESIGN §8)."""
-
-    # Whether earlier turns given as context help extraction. A model reads them to
-    # resolve "it" and "there"; the rules provider reads each turn alone, so the caller
-    # need not send them (and its per-call dedup would otherwise hide a repeated fact).
     uses_context: bool = True
-
-    @property
-    @abstractmethod
-    def name(self) -> str:
-        """Provider and model, for logs and the changelog's reason field."""
-
-    @abstractmethod
-    def extract_facts(
-        self,
-        messages: Sequence[Message],
-        ownership: Ownership | None,
-        strategy: Strategy | None,
-        today: date,
-    ) -> list[Fact]:
-        """Facts worth remembering, each traced to its turn; [] when there are none.
-
-        ``ownership`` picks the variant: USER reads user turns, AGENT assistant turns,
-        None (generic) both. System turns are never read.
-        """
-
-    @abstractmethod
-    def decide(self, new_fact: str | Fact, similar: Sequence[SimilarLike]) -> list[Decision]:
-        """ADD/UPDATE/DELETE/NONE for one new fact against its most similar memories.
-
-        ``similar`` holds ``(id, text[, score])``; ids in the answer are always among them.
-        """
 
     def summarize(self, texts: Sequence[str], max_chars: int) -> str:
         """ONE memory saying what ``texts`` (memories in time order) say, shorter.

@@ -16,7 +16,7 @@ from typing import cast
 
 from models.errors import LLMTimeout, LLMUnavailable, ModelConfigError
 from models.llm.base import PromptedLLM
-from models.types import ChatMessage
+from schemas.facts import ChatMessage
 
 
 class TransformersLLM(PromptedLLM):

@@ -14,7 +14,7 @@ import httpx
 from models.errors import LLMTimeout, LLMUnavailable, MalformedOutput
 from models.http import JsonHttp, endpoint_url
 from models.llm.base import PromptedLLM
-from models.types import ChatMessage
+from schemas.facts import ChatMessage
 
 
 class OpenAILLM(PromptedLLM):

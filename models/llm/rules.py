@@ -17,12 +17,12 @@ from datetime import date
 
 from core.sameness import same_specifics
 from models.lang import normalize
-from models.llm.base import LLM, SimilarLike
+from models.llm.base import LLM
 from models.rules.change import superseded_by
 from models.rules.extract import extract_rules
-from models.types import Decision, Fact, as_similar
 from schemas.enums import OpType, Ownership
 from schemas.events import Message, Strategy
+from schemas.facts import Decision, Fact, SimilarLike, as_similar
 
 
 class RulesLLM(LLM):

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from models.errors import MalformedOutput
 from models.lang import dominant_language
-from models.types import ChatMessage
+from schemas.facts import ChatMessage
 
 VERSION = "consolidate/v2"
 

@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from models.errors import InventedId, MalformedOutput
-from models.types import ChatMessage, Decision, Similar
 from schemas.enums import OpType
+from schemas.facts import ChatMessage, Decision, Similar
 
 VERSION = "decide/v1"
 

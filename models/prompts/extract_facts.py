@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from models.errors import MalformedOutput
 from models.lang import dominant_language, utc_date
 from models.prompts.extract_examples import examples
-from models.types import ChatMessage, Fact
 from schemas.enums import MemType, Ownership, Role
 from schemas.events import Message, Strategy
+from schemas.facts import ChatMessage, Fact
 
 VERSION = "extract_facts/v2"
 

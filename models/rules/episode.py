@@ -22,8 +22,8 @@ from models.rules.dates_en import resolve_en
 from models.rules.dates_zh import resolve_zh
 from models.rules.rewrite import rewrite_en, rewrite_zh
 from models.rules.speakers import Voice
-from models.types import Fact
 from schemas.enums import MemType
+from schemas.facts import Fact
 
 MAX_EPISODE = 500  # characters of the whole memory text
 

@@ -23,9 +23,9 @@ from models.rules.episode import episode_of
 from models.rules.filters import is_fact_clause
 from models.rules.rewrite import rewrite_en, rewrite_zh
 from models.rules.speakers import Voice, conversation_names, message_day, voices
-from models.types import Fact
 from schemas.enums import MemType, Ownership
 from schemas.events import Message
+from schemas.facts import Fact
 
 _PROCEDURAL_EN = re.compile(
     r"\b(?:always|usually|every (?:day|morning|evening|night|week|weekday)|whenever|"

@@ -6,7 +6,6 @@ import contextlib
 import json
 import threading
 import time
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
@@ -104,7 +103,7 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
     record = Idempotency(
         svc.stores.redis.client, t, task_id, fingerprint("add", body.user_id, fields)
     )
-    answer = {"task_id": task_id, "accepted": True}
+    answer = AddAccepted(task_id=task_id, accepted=True)
     try:  # the task status must be recordable: say so now
         if record.claim() is not None:  # 40901 for another request
             return ok(answer)
@@ -112,7 +111,7 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
     except OUTAGES as exc:
         raise unavailable("Redis", request_id) from exc
     if known is not None and known["status"] in LANDED:  # its answer was lost, not its event
-        record.remember(answer)
+        record.remember(answer.model_dump())
         return ok(answer)
     deliver(svc, task_id, body, t, caller.kid, payload, request_id, record, answer)
     recaller_for(request.app.state, svc).prefetch(body.user_id, t)  # a recall tends to follow
@@ -128,7 +127,7 @@ def deliver(
     payload: bytes,
     request_id: str,
     record: Idempotency,
-    answer: dict[str, Any],
+    answer: AddAccepted,
 ) -> None:
     """Produce the event and return once Kafka acknowledged it (acks=all, idempotent
     producer: ``sinks.kafka``), within ``write_timeout_s``; else 50301 with the request
@@ -155,7 +154,7 @@ def deliver(
         else:  # durable in Kafka: from now on the task is the ingest's
             with contextlib.suppress(*OUTAGES):
                 tasks.sent(task_id, tenant=tenant)
-                record.remember(answer)
+                record.remember(answer.model_dump())
         acked.set()
 
     deadline = time.monotonic() + svc.settings.write_timeout_s
@@ -187,7 +186,7 @@ async def add_structured(body: StructuredRequest, svc: ServicesDep, caller: Call
         tenant=caller.tenant,
         caller=caller,
     )
-    return ok(data)
+    return ok(StructuredAdded.model_validate(data))
 
 
 @router.get("/tasks/{task_id}", response_model=Envelope[TaskStatus])
@@ -197,4 +196,4 @@ def task_status(task_id: str, svc: ServicesDep, caller: CallerDep) -> Response:
         raise unavailable("Redis (task status)")
     if found is None or not caller.may_see_task(found):
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown task '{task_id}' (or its status expired)")
-    return ok(found)
+    return ok(TaskStatus.model_validate(found))

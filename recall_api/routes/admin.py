@@ -80,14 +80,14 @@ def lifecycle_run(body: LifecycleRunRequest, request: Request, caller: LoopbackO
     now = body.now or datetime.now(UTC)
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
     scope = {} if caller.role is None else {"tenant": caller.tenant}  # a key: its tenant
-    return ok(runner(now=now, users=body.users, **scope))
+    return ok(LifecycleSummary.model_validate(runner(now=now, users=body.users, **scope)))
 
 
 @router.get("/stats", response_model=Envelope[ProcessStats])
 def stats(request: Request, _: LoopbackOnly) -> Response:
     """The process's heap, hot cache and ClickHouse engine figures (a soak's sampler)."""
     data = process_stats(request.app.state.stores, request.app.state.services)
-    return ok(data)
+    return ok(ProcessStats.model_validate(data))
 
 
 @router.post("/sql", response_model=Envelope[SqlResult])
@@ -113,4 +113,4 @@ def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> Response:
         raise ApiError(ErrorCode.BAD_PARAMETER, f"query refused: {exc}") from None
     except SqlFailed as exc:  # ClickHouse's reason, by code: its message quotes the SQL
         raise ApiError(ErrorCode.BAD_PARAMETER, f"query failed: {exc}") from None
-    return ok({"columns": columns, "rows": rows})
+    return ok(SqlResult(columns=columns, rows=rows))

@@ -80,11 +80,11 @@ def console() -> HTMLResponse:
 def whoami(caller: CallerDep) -> Response:
     """The key's tenant, role and apps (``apps`` null: every app of the tenant)."""
     return ok(
-        {
-            "tenant": caller.tenant,
-            "role": caller.role or "local",
-            "apps": sorted(caller.apps) if caller.is_app else None,
-            "global_grant": caller.global_grant or not caller.is_app,
-            "kid": caller.kid or None,
-        }
+        WhoAmI(
+            tenant=caller.tenant,
+            role=caller.role or "local",
+            apps=sorted(caller.apps) if caller.is_app else None,
+            global_grant=caller.global_grant or not caller.is_app,
+            kid=caller.kid or None,
+        )
     )

@@ -19,7 +19,7 @@ from schemas.requests import (
     HistoryRequest,
     UpdateRequest,
 )
-from schemas.responses import ChangeLogPage, Deleted, History, Updated
+from schemas.responses import Change, ChangeLogPage, Deleted, History, Memory, Updated
 
 router = APIRouter(prefix="/memory/v1", tags=["manage"])
 
@@ -38,7 +38,7 @@ async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> Re
     data = await run_command(
         svc, "update", body.user_id, payload, body.request_id, tenant=t, caller=caller
     )
-    return ok(data)
+    return ok(Updated.model_validate(data))
 
 
 @router.post("/delete", response_model=Envelope[Deleted])
@@ -52,7 +52,7 @@ async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> Re
     data = await run_command(
         svc, "delete", body.user_id, payload, body.request_id, tenant=t, caller=caller
     )
-    return ok(data)
+    return ok(Deleted.model_validate(data))
 
 
 @router.post("/batch_delete", response_model=Envelope[Deleted])
@@ -82,7 +82,7 @@ async def batch_delete(body: BatchDeleteRequest, svc: ServicesDep, caller: Calle
         caller=caller,
         endpoint="batch_delete",
     )
-    return ok(data)
+    return ok(Deleted.model_validate(data))
 
 
 @router.post("/history", response_model=Envelope[History])
@@ -109,11 +109,11 @@ def history(body: HistoryRequest, svc: ServicesDep, caller: CallerDep) -> Respon
         limit=10_000,
     )
     return ok(
-        {
-            "memory": current.public(),
-            "chain": [r.public() for r in chain],
-            "changes": [c.public() for c in changes],
-        }
+        History(
+            memory=Memory.of(current),
+            chain=[Memory.of(r) for r in chain],
+            changes=[Change.of(c) for c in changes],
+        )
     )
 
 
@@ -134,11 +134,11 @@ def change_log(body: ChangeLogRequest, svc: ServicesDep, caller: CallerDep) -> R
         offset=(body.page - 1) * body.page_size,
     )
     return ok(
-        {
-            "items": [c.public() for c in rows],
-            "total": total,
-            "page": body.page,
-            "page_size": body.page_size,
-            "has_more": body.page * body.page_size < total,
-        }
+        ChangeLogPage(
+            items=[Change.of(c) for c in rows],
+            total=total,
+            page=body.page,
+            page_size=body.page_size,
+            has_more=body.page * body.page_size < total,
+        )
     )

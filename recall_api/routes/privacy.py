@@ -17,21 +17,31 @@ from schemas.api import Envelope
 from schemas.enums import Level, Status
 from schemas.errors import ErrorCode
 from schemas.requests import ExportRequest, PurgeRequest, SwitchRequest, UserListRequest
-from schemas.responses import ExportStarted, ExportStatus, Purged, Switched, UserMemories
+from schemas.responses import (
+    ExportStarted,
+    ExportStatus,
+    Memory,
+    Purged,
+    ScopedMemories,
+    Switched,
+    UserMemories,
+)
 
 router = APIRouter(prefix="/memory/v1", tags=["privacy"])
 
 
-def group_by_scope(items: list[dict[str, Any]]) -> dict[str, Any]:
-    grouped: dict[str, Any] = {"GLOBAL": [], "APP": {}, "SESSION": {}}
+def group_by_scope(items: list[Memory]) -> ScopedMemories:
+    glob: list[Memory] = []
+    apps: dict[str, list[Memory]] = {}
+    sessions: dict[str, list[Memory]] = {}
     for m in items:
-        if m["level"] == Level.GLOBAL:
-            grouped["GLOBAL"].append(m)
-        elif m["level"] == Level.APP:
-            grouped["APP"].setdefault(m["app_id"], []).append(m)
+        if m.level == Level.GLOBAL:
+            glob.append(m)
+        elif m.level == Level.APP:
+            apps.setdefault(str(m.app_id), []).append(m)
         else:
-            grouped["SESSION"].setdefault(m["session_id"], []).append(m)
-    return grouped
+            sessions.setdefault(str(m.session_id), []).append(m)
+    return ScopedMemories(GLOBAL=glob, APP=apps, SESSION=sessions)
 
 
 @router.post("/user/list", response_model=Envelope[UserMemories])
@@ -45,15 +55,15 @@ def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> Res
         key=lambda r: (r.created_at, r.memory_id),
     )
     start = (body.page - 1) * body.page_size
-    page = [r.public() for r in rows[start : start + body.page_size]]
+    page = [Memory.of(r) for r in rows[start : start + body.page_size]]
     return ok(
-        {
-            "memories": group_by_scope(page),
-            "total": len(rows),
-            "page": body.page,
-            "page_size": body.page_size,
-            "has_more": start + body.page_size < len(rows),
-        }
+        UserMemories(
+            memories=group_by_scope(page),
+            total=len(rows),
+            page=body.page,
+            page_size=body.page_size,
+            has_more=start + body.page_size < len(rows),
+        )
     )
 
 
@@ -86,13 +96,12 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> Resp
         caller=caller,
         endpoint="purge",
     )
-    data["crypto_shredded"] = shredded is not None
-    if shredded is not None:
-        data["exports_deleted"] = shredded
     due = datetime.now(UTC) + timedelta(days=svc.settings.deleted_retention_days)
-    data["physical_removal_due"] = due.isoformat()
-    data["raw_transcripts_expire_within_h"] = svc.settings.conversations_retention_h
-    return ok(data)
+    extra: dict[str, Any] = {"physical_removal_due": due, "crypto_shredded": shredded is not None}
+    if shredded is not None:
+        extra["exports_deleted"] = shredded
+    extra["raw_transcripts_expire_within_h"] = svc.settings.conversations_retention_h
+    return ok(Purged.model_validate({**data, **extra}))
 
 
 @router.post("/switch", response_model=Envelope[Switched])
@@ -102,14 +111,14 @@ def switch(body: SwitchRequest, svc: ServicesDep, caller: CallerDep) -> Response
         caller.require_admin("the global switch")
     caller.check_app(body.app_id)
     svc.switches.set(body.user_id, body.app_id, body.enabled, tenant=caller.tenant)
-    return ok({"user_id": body.user_id, "app_id": body.app_id, "enabled": body.enabled})
+    return ok(Switched(user_id=body.user_id, app_id=body.app_id, enabled=body.enabled))
 
 
 @router.post("/export", response_model=Envelope[ExportStarted])
 def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     caller.require_admin("export")
     export_id = export.start_export(svc, body.user_id, caller.tenant)
-    return ok({"export_id": export_id, "status": "running"})
+    return ok(ExportStarted(export_id=export_id, status="running"))
 
 
 @router.get("/export/{export_id}", response_model=Envelope[ExportStatus])
@@ -124,7 +133,7 @@ def export_status(
         found["url"], found["expires"] = export.signed_link(
             svc, export_id, max(1, min(link_ttl_s, 86400))
         )
-    return ok({"export_id": export_id, **found})
+    return ok(ExportStatus.model_validate({"export_id": export_id, **found}))
 
 
 class ExportFile(StreamingResponse):

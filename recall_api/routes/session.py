@@ -32,4 +32,4 @@ async def close(
     )
     # applied: the next session's first recall finds the user loaded
     recaller_for(request.app.state, svc).prefetch(body.user_id, caller.tenant)
-    return ok(data)
+    return ok(SessionClosed.model_validate(data))

@@ -1,7 +1,8 @@
 """The API declares its answers: every operation in OpenAPI names the model of its 200
-answer, and real answers validate against the model their route declares, with no field
-the model does not name (a field the model misses would be undocumented, and dropped by a
-client that parses through ``schemas.responses``)."""
+answer, and every real answer is exactly what its route's declared model renders: it
+validates (no required field missing), it names no field the model does not (one would be
+undocumented, and dropped by a client that parses through ``schemas.responses``), and
+each value re-renders unchanged (a type the model declares wrongly shows here)."""
 
 from __future__ import annotations
 
@@ -25,24 +26,24 @@ REF = "#/components/schemas/"
 ROUTERS = [m.router for m in (health, admin, add, recall, manage, privacy, session, console)]
 
 
-def leftovers(parsed: Any, raw: Any, where: str = "") -> list[str]:
-    """The paths of ``raw``'s fields that ``parsed`` (its validated model) does not name."""
-    if isinstance(parsed, BaseModel):
-        assert isinstance(raw, dict), (where, raw)
-        known = type(parsed).model_fields
-        out = [f"{where}.{k}" for k in raw if k not in known]
-        for k in known.keys() & raw.keys():
-            out += leftovers(getattr(parsed, k), raw[k], f"{where}.{k}")
+def drift(rendered: Any, raw: Any, where: str = "") -> list[str]:
+    """Where ``raw`` (an answer) and ``rendered`` (the answer re-rendered through its
+    declared model) differ: a field the model does not name (dropped), a required field
+    missing (a validation error before this), a value the model would render otherwise."""
+    if isinstance(raw, dict) and isinstance(rendered, dict):
+        out = [f"{where}.{k} (not in the model)" for k in raw.keys() - rendered.keys()]
+        out += [f"{where}.{k} (not in the answer)" for k in rendered.keys() - raw.keys()]
+        for k in raw.keys() & rendered.keys():
+            out += drift(rendered[k], raw[k], f"{where}.{k}")
         return out
-    if isinstance(parsed, list) and isinstance(raw, list):
+    if isinstance(raw, list) and isinstance(rendered, list) and len(raw) == len(rendered):
         return [
             x
-            for i, (p, r) in enumerate(zip(parsed, raw, strict=True))
-            for x in leftovers(p, r, f"{where}[{i}]")
+            for i, (p, r) in enumerate(zip(rendered, raw, strict=True))
+            for x in drift(p, r, f"{where}[{i}]")
         ]
-    if isinstance(parsed, dict) and isinstance(raw, dict):
-        return [x for k in raw for x in leftovers(parsed[k], raw[k], f"{where}.{k}")]
-    return []
+    same = rendered == raw and type(rendered) is type(raw)
+    return [] if same else [f"{where}: {raw!r} renders as {rendered!r}"]
 
 
 class Checked:
@@ -66,8 +67,9 @@ class Checked:
         assert response.status_code == 200 and body.get("code", 0) == 0, (path, body)
         model = route.response_model
         assert isinstance(model, type) and issubclass(model, BaseModel), (path, model)
-        parsed = model.model_validate(body)
-        assert not leftovers(parsed, body), (path, leftovers(parsed, body), body)
+        parsed = model.model_validate(body)  # a required field missing fails here
+        rendered = parsed.model_dump(mode="json", exclude_unset=True)
+        assert not drift(rendered, body), (path, drift(rendered, body), body)
         if issubclass(model, Envelope):
             assert body["data"] is not None, (path, body)
         self.seen.add(f"{method} {path}")

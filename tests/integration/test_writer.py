@@ -12,9 +12,9 @@ from core.write_batch import WriteBatch
 from dataflows.ingest.items import Extracted, FactItem, Incoming, Source
 from dataflows.ingest.writer import Writer
 from models.llm.openai_compat import OpenAILLM
-from models.types import Fact
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.events import ConversationEvent
+from schemas.facts import Fact
 from schemas.memory import MemoryRecord
 from tests.helpers.scripted_llm import scripted_server
 

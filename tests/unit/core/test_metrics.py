@@ -15,9 +15,9 @@ from core import metrics
 from models.degrade import decide_or_degrade
 from models.errors import LLMUnavailable
 from models.llm.base import PromptedLLM
-from models.types import ChatMessage
 from recall_api.batcher import QueryBatcher
 from recall_api.breaker import CircuitBreaker
+from schemas.facts import ChatMessage
 
 
 def sample(name: str, **labels: str) -> float:

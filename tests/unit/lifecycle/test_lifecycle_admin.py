@@ -12,6 +12,23 @@ from core.settings import Settings
 from recall_api.errors import install_error_handlers
 from recall_api.routes import admin
 
+# a pass's summary (``schemas.responses.LifecycleSummary``), as the runner answers it
+SUMMARY = {
+    "now": "2026-07-01T00:00:00+00:00",
+    "users": 1,
+    "archived": 1,
+    "expired": 0,
+    "purged": 0,
+    "purged_deleted": 0,
+    "purged_archived": 0,
+    "sanitized_changes": 0,
+    "consolidated": 0,
+    "consolidated_members": 0,
+    "failed_commands": 0,
+    "reconciled": {},
+    "took_s": 0.01,
+}
+
 
 def _app(runner=None) -> FastAPI:
     app = FastAPI()
@@ -28,11 +45,11 @@ def test_a_loopback_caller_runs_a_pass_with_its_clock() -> None:
 
     def runner(now, users):
         calls.append((now, users))
-        return {"archived": 1}
+        return SUMMARY
 
     client = TestClient(_app(runner), client=("127.0.0.1", 40000))
     body = client.post("/admin/v1/lifecycle/run", json={"now": "2026-07-01T00:00:00"}).json()
-    assert body["code"] == 0 and body["data"] == {"archived": 1}
+    assert body["code"] == 0 and body["data"] == SUMMARY
     assert calls == [(datetime(2026, 7, 1, tzinfo=UTC), None)]  # naive = UTC
     client.post("/admin/v1/lifecycle/run", json={"now": "2026-07-01T02:00:00+02:00", "users": [4]})
     assert calls[-1] == (datetime(2026, 7, 1, tzinfo=UTC), [4])

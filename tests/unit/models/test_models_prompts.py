@@ -10,9 +10,9 @@ import pytest
 from models.errors import InventedId, MalformedOutput
 from models.llm.base import parse_json_object
 from models.prompts import decide, extract_facts
-from models.types import Similar
 from schemas.enums import OpType, Ownership
 from schemas.events import Message
+from schemas.facts import Similar
 
 TODAY = date(2026, 3, 2)
 MESSAGES = [

@@ -6,8 +6,8 @@ import pytest
 
 from models.llm.rules import RulesLLM
 from models.rules.change import ended, subject_of, superseded_by
-from models.types import Similar
 from schemas.enums import OpType
+from schemas.facts import Similar
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from models.degrade import decide_or_degrade
 from models.llm.base import LLM
 from models.llm.rules import RulesLLM
-from models.types import Fact, Similar
 from schemas.enums import OpType
+from schemas.facts import Fact, Similar
 
 
 def test_near_duplicate_is_none_against_the_closest_memory():

@@ -1,7 +1,9 @@
-"""Values that cross the models/ boundary: extracted facts and evolution decisions.
+"""Values that cross the LLM seam: extracted facts and evolution decisions.
 
-Frozen pydantic models like the rest of ``schemas/``: a fact or decision, once produced,
-is only read (written to the changelog, applied by the keyed writer).
+They are what ``core.seams.LLMLike`` takes and returns, so they live here, below core and
+models alike (docs/architecture.md#code-layout). Frozen pydantic models like the rest
+of ``schemas/``: a fact or decision, once produced, is only read (written to the
+changelog, applied by the keyed writer).
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ class Similar(NamedTuple):
     text: str
     score: float | None = None
     merged: bool = False
+
+
+# What ``decide`` accepts of a similar memory: a ``Similar`` or a plain (id, text[, score]).
+SimilarLike = Similar | tuple[Any, ...]
 
 
 class Decision(BaseModel):
