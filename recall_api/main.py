@@ -15,16 +15,14 @@ import sys
 import uvicorn
 
 from core.logs import setup_logging
-from core.settings import SettingsError, get_settings
+from core.settings import Settings, SettingsError, get_settings
 from models.factory import build_embedder
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.serving import server_config
-from sinks.config_topic import follow_config
 from sinks.errors import ModelMismatch
 from sinks.keystore import check_bind
-from sinks.services import Services
-from sinks.stores import Stores
+from sinks.services import Services, open_services
 
 
 def main() -> int:
@@ -39,25 +37,26 @@ def main() -> int:
         print(f"memstream api: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_json)
-    stores = Stores.from_settings(settings)
-    stores.setup()
     try:
-        services = Services.build(settings, stores, build_embedder(settings))
+        # memory.config followed while the model loads; everything closed in reverse after
+        with open_services(settings, lambda: build_embedder(settings)) as services:
+            _serve(settings, services)
     except ModelMismatch as exc:  # another embedding model made the store's vectors
         print(f"memstream api: {exc}", file=sys.stderr)
-        stores.close()
         return 2
-    app = create_app(settings, stores, services)
-    follower = follow_changes(app.state, services.cache, stores.kafka, services.memories.origin)
-    config = follow_config(stores.kafka, settings, services, app.state)  # live thresholds
-    config.ready.wait(2.0)
+    return 0
+
+
+def _serve(settings: Settings, services: Services) -> None:
+    app = create_app(settings, services.stores, services)
+    services.keep_live(app.state)  # live thresholds
+    follower = follow_changes(
+        app.state, services.cache, services.stores.kafka, services.memories.origin
+    )
     try:
         uvicorn.Server(server_config(app, settings)).run()  # HTTPS when given a certificate
     finally:
-        config.stop()
         follower.stop()
-        stores.close()
-    return 0
 
 
 if __name__ == "__main__":
