@@ -124,23 +124,18 @@ def run_direct(
     from dataflows.lifecycle.reconcile import RECONCILE_GRACE_S
     from dataflows.lifecycle.scan import run_pass
     from dataflows.lifecycle.submit import DirectVia
-    from dataflows.runtime import Runtime
+    from dataflows.runtime import open_runtime
     from sinks.store_model import check_store_model
-    from sinks.stores import Stores
 
-    stores = Stores.from_settings(settings)
-    stores.setup()
-    try:
-        lazy = _LazyEmbedder(settings) if embedder is None else None
-        # the lazy one only embeds (all a pass asks of it) and has no name/dim on purpose:
-        # Runtime.build skips its store check, ``check`` runs once the model is built
-        rt = Runtime.build(settings, stores, embedder=embedder or cast("EmbedderLike", lazy))
+    lazy = _LazyEmbedder(settings) if embedder is None else None
+    # the lazy one only embeds (all a pass asks of it) and has no name/dim on purpose:
+    # the store check is skipped at the start, ``check`` runs once the model is built
+    given = embedder or cast("EmbedderLike", lazy)
+    with open_runtime(settings, embedder=given, follow=False) as rt:  # one pass: no follower
         if lazy is not None:  # checked when built: never repair with another model's vectors
             lazy.check = lambda model: check_store_model(rt.memories, model, settings)
         grace = RECONCILE_GRACE_S if reconcile_grace_s is None else reconcile_grace_s
         return run_pass(rt, now, DirectVia(rt), users=users, reconcile_grace_s=grace)
-    finally:
-        stores.close()
 
 
 class _LazyEmbedder:
