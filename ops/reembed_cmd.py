@@ -19,6 +19,7 @@ Exit codes: 0 done (or nothing to do, or a dry run), 1 it could not run or was s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -76,10 +77,8 @@ def execute(
     from models.errors import ModelConfigError
     from ops import stack
     from sinks.errors import StoreError
-    from sinks.keyring import KeyRing
-    from sinks.memory_store import MemoryStore
     from sinks.reembed import plan_reembed
-    from sinks.stores import Stores
+    from sinks.services import open_services
 
     if (pid := stack.running(settings.data_path)["node"]) is not None:
         _say(
@@ -95,33 +94,40 @@ def execute(
         except ModelConfigError as exc:
             _say(f"the configured embedding model cannot be built: {exc}")
             return 2
-    stores = Stores.from_settings(settings)
-    stores.milvus.dim = embedder.dim  # a missing collection is created at the model's dim
-    try:
-        stores.clickhouse.setup()
-        stores.milvus.setup()
-    except StoreError as exc:  # a locked data dir reads "cannot connect/open"
-        _say(
-            f"cannot open the stores ({exc}); is another memstream process using "
-            f"{settings.data_path}? Stop it (`memstream down`) and run this again"
-        )
-        return 1
-    try:
-        memories = MemoryStore(stores, KeyRing.from_settings(settings, stores.clickhouse))
-        plan = plan_reembed(memories, embedder, restart=args.restart)
-        _describe(settings, plan, args.restart)
-        if args.dry_run:
-            return 0
-        if plan.up_to_date and not args.restart:
-            print(f"nothing to do: the store already holds {plan.target}'s vectors")
-            return 0
-        return _carry_out(memories, embedder, plan, args.batch_size)
-    except StoreError as exc:
-        _say(str(exc))
-        return 1
-    finally:
-        stores.milvus.close()  # the only two stores opened: no Kafka or Redis needed
-        stores.clickhouse.close()
+    # the only two stores it needs, at the new model's dimension (a missing collection is
+    # created so); no Kafka or Redis, no follower, and no model check: the store is
+    # another model's, which is why it runs
+    model: EmbedderLike = embedder  # the one loaded above
+    opening = open_services(
+        settings,
+        lambda: model,
+        stores=("clickhouse", "milvus"),
+        follow=False,
+        check_model=False,
+        vector_dim=embedder.dim,
+    )
+    with contextlib.ExitStack() as on_exit:
+        try:
+            services = on_exit.enter_context(opening)
+        except StoreError as exc:  # a locked data dir reads "cannot connect/open"
+            _say(
+                f"cannot open the stores ({exc}); is another memstream process using "
+                f"{settings.data_path}? Stop it (`memstream down`) and run this again"
+            )
+            return 1
+        try:
+            memories = services.memories
+            plan = plan_reembed(memories, embedder, restart=args.restart)
+            _describe(settings, plan, args.restart)
+            if args.dry_run:
+                return 0
+            if plan.up_to_date and not args.restart:
+                print(f"nothing to do: the store already holds {plan.target}'s vectors")
+                return 0
+            return _carry_out(memories, embedder, plan, args.batch_size)
+        except StoreError as exc:
+            _say(str(exc))
+            return 1
 
 
 def _carry_out(

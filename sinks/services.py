@@ -75,13 +75,32 @@ class Services:
 
     @classmethod
     def around(
-        cls, settings: Settings, stores: Stores, memories: MemoryStore, embedder: EmbedderLike
+        cls,
+        settings: Settings,
+        stores: Stores,
+        memories: MemoryStore,
+        embedder: EmbedderLike,
+        *,
+        redis: bool = True,
     ) -> Services:
+        """The parts over ``memories``; ``redis``: False where Redis is not opened (the
+        hot cache then keeps no Redis snapshots)."""
+        if redis:
+            cache = HotCache.from_settings(memories, settings)
+        else:
+            cache = HotCache.attach(
+                memories,
+                settings.embedding_dim,
+                settings.hot_cache_budget_mb,
+                settings.hot_cache_max_loads,
+                None,
+                settings,
+            )
         return cls(
             settings=settings,
             stores=stores,
             memories=memories,
-            cache=HotCache.from_settings(memories, settings),
+            cache=cache,
             tasks=TaskStore(stores.redis),
             switches=SwitchStore(stores.clickhouse, stores.redis),
             embedder=embedder,
@@ -144,7 +163,7 @@ def open_services(
             services = Services.build(settings, opened, model, rewrap=rewrap)
         else:
             memories = Services.memory_store(settings, opened, rewrap=rewrap)
-            services = Services.around(settings, opened, memories, model)
+            services = Services.around(settings, opened, memories, model, redis="redis" in stores)
         if config is not None:
             services.config = config
             config.attach(services)
