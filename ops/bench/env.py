@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core.settings import Settings
-from dataflows.runtime import Runtime
+from dataflows.runtime import Runtime, open_runtime
 from ops import stack
 from ops.procs import free_port
 from sinks.stores import Stores
@@ -32,7 +32,6 @@ def bench_stack(base: Settings, keep: bool = False, **overrides: Any) -> Iterato
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     bootstrap = f"127.0.0.1:{free_port()}"
     redis_url = f"redis://127.0.0.1:{free_port()}/0"
-    stores = None
     try:
         stack.start_redis(data_dir, redis_url)
         stack.start_kafka(  # the controller on a port of its own: port + 1 may be taken
@@ -50,13 +49,9 @@ def bench_stack(base: Settings, keep: bool = False, **overrides: Any) -> Iterato
                 **overrides,
             }
         )
-        stores = Stores.from_settings(settings)
-        stores.setup()
-        stores.kafka.ensure_topics()
-        yield BenchStack(settings, stores, Runtime.build(settings, stores), data_dir)
+        with open_runtime(settings, topics=True, follow=False) as rt:  # closed before the stack
+            yield BenchStack(settings, rt.stores, rt, data_dir)
     finally:
-        if stores is not None:
-            stores.close()
         stack.stop(data_dir)
         if not keep:
             shutil.rmtree(data_dir, ignore_errors=True)
