@@ -15,9 +15,9 @@ import dataclasses
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from core.seams import EmbedderLike
+from core.seams import EmbedderLike, LLMLike
 from core.settings import Settings
 from sinks.changelog import ChangeLog
 from sinks.hot_cache import HotCache
@@ -26,9 +26,6 @@ from sinks.services import Services, open_services
 from sinks.stores import Stores
 from sinks.switches import SwitchStore
 from sinks.tasks import TaskStore
-
-if TYPE_CHECKING:
-    from core.seams import LLMLike
 
 
 @dataclass(init=False)

@@ -6,8 +6,8 @@ table ``store_meta`` (key ``embedding_model:<collection>``, a JSON value). Click
 the record of the memories, so it also records what their vectors mean.
 
 ``check_store_model`` is the one start-up check. Every process reaches it where its
-stores meet its embedder — ``Runtime.build`` (node, ingest, lifecycle) and
-``Services.build`` (an API-only process):
+stores meet its embedder — ``sinks.services.open_services`` (node, API, ingest,
+lifecycle; tests: ``Runtime.build``/``Services.build``):
 
 - the store holds no memories → the configured model is recorded (an empty store takes
   any model);
