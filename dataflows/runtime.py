@@ -75,25 +75,49 @@ class Runtime:
     def stores(self) -> Stores:
         return self.services.stores
 
+    @stores.setter
+    def stores(self, value: Stores) -> None:  # a test swaps one part for a double
+        self.services.stores = value
+
     @property
     def memories(self) -> MemoryStore:
         return self.services.memories
+
+    @memories.setter
+    def memories(self, value: MemoryStore) -> None:  # a test swaps one part for a double
+        self.services.memories = value
 
     @property
     def cache(self) -> HotCache:
         return self.services.cache
 
+    @cache.setter
+    def cache(self, value: HotCache) -> None:  # a test swaps one part for a double
+        self.services.cache = value
+
     @property
     def tasks(self) -> TaskStore:
         return self.services.tasks
+
+    @tasks.setter
+    def tasks(self, value: TaskStore) -> None:  # a test swaps one part for a double
+        self.services.tasks = value
 
     @property
     def switches(self) -> SwitchStore:
         return self.services.switches
 
+    @switches.setter
+    def switches(self, value: SwitchStore) -> None:  # a test swaps one part for a double
+        self.services.switches = value
+
     @property
     def embedder(self) -> EmbedderLike:
         return self.services.embedder
+
+    @embedder.setter
+    def embedder(self, value: EmbedderLike) -> None:  # a test swaps one part for a double
+        self.services.embedder = value
 
     @property
     def changelog(self) -> ChangeLog:

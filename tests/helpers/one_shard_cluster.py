@@ -25,6 +25,7 @@ import clickhouse_connect
 from sinks.clickhouse import ClickHouseStore
 from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore
+from sinks.sql_sessions import SqlSessions
 
 CLUSTER, DB = "one", "memstream"
 CONFIG = f"""<clickhouse>
@@ -54,6 +55,12 @@ class OneShardStore(ClickHouseStore):
         self._client = clickhouse_connect.get_client(
             interface="chdb", path=str(self._dir / "data"), chdb_options={"config-file": str(conf)}
         )
+
+    def _sql_sessions(self, timeout_s: float) -> SqlSessions:
+        # no server answers at the URL: analysts' SQL runs on the in-process handle too
+        if self._sql is None:
+            self._sql = SqlSessions(lambda: self._client, size=1)
+        return self._sql
 
     def command(self, sql: str, parameters: dict[str, Any] | None = None) -> Any:
         self.sent.append(sql)
