@@ -339,9 +339,22 @@ def test_recall_hits_recover_the_recalled_tenants_memory_only(http, keys, lifecy
     assert untouched.recall_count == 0
 
 
+# a pass's whole summary (the route answers it as ``LifecycleSummary``)
+SUMMARY = {
+    "now": "2026-07-01T00:00:00+00:00",
+    "users": 0,
+    **dict.fromkeys(("archived", "expired", "purged", "purged_deleted", "purged_archived"), 0),
+    **dict.fromkeys(
+        ("sanitized_changes", "consolidated", "consolidated_members", "failed_commands"), 0
+    ),
+    "reconciled": {},
+    "took_s": 0.0,
+}
+
+
 def test_an_admin_keys_lifecycle_pass_covers_its_tenant(http, keys, user_id):
     asked = []
-    http.app.state.lifecycle_runner = lambda **kw: asked.append(kw) or {"users": 0}
+    http.app.state.lifecycle_runner = lambda **kw: asked.append(kw) or SUMMARY
     try:
         for who, tenant in (("t2_admin", "t2"), ("default_admin", "default")):
             got = call(http, keys, who, "/admin/v1/lifecycle/run", {"users": [user_id]})
