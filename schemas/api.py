@@ -1,4 +1,5 @@
-"""The response envelope every HTTP endpoint answers with (DESIGN §6), and health."""
+"""The response envelope every HTTP endpoint answers with (docs/api.md#the-envelope), and
+health."""
 
 from __future__ import annotations
 

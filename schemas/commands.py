@@ -26,7 +26,7 @@ class _UserBody(BaseModel):
 
 
 class StructuredMemory(StructuredFields, _UserBody):
-    """Body of add_structured (DESIGN §6): written directly, no extraction or evolution;
+    """Body of add_structured (docs/api.md#request-fields): written directly, no extraction or evolution;
     the command carries its fields but ``user_id`` (``schemas.payloads``)."""
 
 

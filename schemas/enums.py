@@ -1,4 +1,4 @@
-"""Enumerations of the data model (design document chapter 4, DESIGN §4-§5)."""
+"""Enumerations of the data model (docs/architecture.md#stores)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The bodies of the HTTP API's requests (DESIGN §6), one model per endpoint.
+"""The bodies of the HTTP API's requests (docs/api.md#request-fields), one model per
+endpoint.
 
 Unknown fields are refused (``extra="forbid"``: 40001). ``user_id`` is strict (``true``
 is not user 1). ``request_id`` makes a write idempotent: resending it gives the same

@@ -1,4 +1,4 @@
-"""Storage layout: ClickHouse DDL (DESIGN §5) and the Milvus collection description.
+"""Storage layout: ClickHouse DDL (docs/architecture.md#stores) and the Milvus collection description.
 
 Bump ``SCHEMA_VERSION`` with any change below; sinks record the version they applied
 in ``schema_migrations`` and refuse to run against a newer store.

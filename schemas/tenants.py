@@ -1,5 +1,5 @@
-"""Tenants: namespaces of users (DESIGN §6). User 42 of ``t1`` and user 42 of ``t2`` are two
-people in every store, cache, topic, state, task and export.
+"""Tenants: namespaces of users (docs/security.md#tenants). User 42 of ``t1`` and user 42 of
+``t2`` are two people in every store, cache, topic, state, task and export.
 
 A tenant id is 1–64 of ``[A-Za-z0-9_.:-]``, starting with a letter or digit. The tenant
 ``default`` is the single-tenant deployment: its rows, keys and ids are exactly what
