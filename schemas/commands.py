@@ -26,8 +26,8 @@ class _UserBody(BaseModel):
 
 
 class StructuredMemory(StructuredFields, _UserBody):
-    """Body of add_structured (docs/api.md#request-fields): written directly, no extraction or evolution;
-    the command carries its fields but ``user_id`` (``schemas.payloads``)."""
+    """Body of add_structured (docs/api.md#request-fields): written directly, no extraction
+    or evolution; the command carries its fields but ``user_id`` (``schemas.payloads``)."""
 
 
 class Command(BaseModel):

@@ -1,4 +1,5 @@
-"""API error codes (docs/api.md#error-codes). The mapping from exceptions to codes lives in recall_api."""
+"""API error codes (docs/api.md#error-codes). The mapping from exceptions to codes lives in
+recall_api."""
 
 from __future__ import annotations
 

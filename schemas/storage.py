@@ -1,4 +1,5 @@
-"""Storage layout: ClickHouse DDL (docs/architecture.md#stores) and the Milvus collection description.
+"""Storage layout: ClickHouse DDL (docs/architecture.md#stores) and the Milvus collection
+description.
 
 Bump ``SCHEMA_VERSION`` with any change below; sinks record the version they applied
 in ``schema_migrations`` and refuse to run against a newer store.
