@@ -1,4 +1,4 @@
-"""Dense relevance calibrated per embedding model (DESIGN §7).
+"""Dense relevance calibrated per embedding model (docs/architecture.md#the-recall-path).
 
 A cosine means different things per model: multilingual-e5-small puts related and
 unrelated texts alike in ~0.7–0.95 (Chinese pairs higher than English ones),

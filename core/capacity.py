@@ -1,4 +1,5 @@
-"""Per-user capacity: counters, limits and the choice of evictions (DESIGN §7).
+"""Per-user capacity: counters, limits and the choice of evictions
+(docs/architecture.md#consolidation-and-paged-out-memories).
 
 Only ACTIVE memories count. Each one counts in exactly two dimensions: its scope
 (``"global"`` for GLOBAL memories, ``"app:<id>"`` for APP memories, and for SESSION

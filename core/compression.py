@@ -1,4 +1,5 @@
-"""When memories may become one, and the one text they become (DESIGN §7, chapter 9).
+"""When memories may become one, and the one text they become
+(docs/architecture.md#consolidation-and-paged-out-memories).
 
 A merge must *compress*: the merged text is shorter than its members together and says
 one thing. So only two kinds of memories merge, both decided on tokens, not cosines

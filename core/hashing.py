@@ -1,4 +1,4 @@
-"""Content hashes and deterministic ids (DESIGN §7 "Dedup"; replay safety).
+"""Content hashes and deterministic ids (docs/architecture.md#dedup-and-evolution).
 
 Dedup compares the sha256 of *normalized* text so that "Likes  Tea" and "likes tea"
 are the same fact. Ids are derived from the input that caused them (task, fact index,

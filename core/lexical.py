@@ -1,4 +1,5 @@
-"""Per-user in-memory BM25 index: the lexical channel of recall (DESIGN §1, §7).
+"""Per-user in-memory BM25 index: the lexical channel of recall
+(docs/architecture.md#the-recall-path).
 
 The lexical channel is what finds an exact name, number or rare word that the dense
 channel blurs ("张三在哪里工作" → "张三在腾讯工作", "Dune" → the Dune memory). CJK runs

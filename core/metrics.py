@@ -211,7 +211,7 @@ def llm_call(llm: object, task: str) -> Iterator[None]:
 # --- the keyed writer and the lifecycle (dataflows.ingest, dataflows.lifecycle) ---
 MEMORY_EVICTIONS = Counter(
     "memstream_memory_evictions_total",
-    "memories evicted by capacity (DESIGN §7), by where they went",
+    "memories evicted by capacity, by where they went",
     ["to"],
 )
 EVICTED_ARCHIVED = MEMORY_EVICTIONS.labels("archived")

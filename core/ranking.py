@@ -1,6 +1,7 @@
-"""Recall ranking: over-fetch size, channel fusion, threshold, final score (DESIGN §7).
+"""Recall ranking: over-fetch size, channel fusion, threshold, final score
+(docs/architecture.md#the-recall-path).
 
-Two stages, as the design document's chapter 7 puts it: first *filter* on relevance
+Two stages: first *filter* on relevance
 (``relevance ≥ min_relevance``), then *order* by ``final = W_rel·relevance +
 (1 − W_rel)·weight`` (0.7 / 0.3 by default), "relevance and weight both normalized to
 [0, 1]". Relevance must come first because a strong but unrelated memory is still

@@ -1,4 +1,5 @@
-"""When two facts say the same thing: a cosine is not enough (DESIGN §7 "Dedup").
+"""When two facts say the same thing: a cosine is not enough
+(docs/architecture.md#dedup-and-evolution).
 
 Sentence embedders score "I visited Zorvath003 and loved its bakery" and "… Zorvath017 …"
 above 0.95: the sentences differ only in a name, and a name is a few tokens among many.
