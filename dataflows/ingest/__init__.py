@@ -1,1 +1,2 @@
-"""The ingest dataflow: conversations and commands in, memories out (DESIGN §1)."""
+"""The ingest dataflow: conversations and commands in, memories out
+(docs/architecture.md#processes-and-data-flow)."""
