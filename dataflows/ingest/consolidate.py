@@ -1,4 +1,5 @@
-"""Apply consolidation plans on one user's hot index (DESIGN §7: merge first, then evict).
+"""Apply consolidation plans on one user's hot index: merge first, then evict
+(docs/architecture.md#consolidation-and-paged-out-memories).
 
 Two callers, both inside the user's keyed writer and under the index lock:
 
