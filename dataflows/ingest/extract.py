@@ -1,9 +1,9 @@
 """Extraction step: one LLM call per window batch, facts traced back to their event.
 
-Who and when travel with each message (DESIGN §4): a message without its own ``ts``
-takes its event's, so relative dates resolve against when it was said, and the LLM is
-given the conversation's date as "today" (the latest message time of the batch), never
-the server's clock unless nothing in the batch is dated.
+Who and when travel with each message (docs/architecture.md#what-is-remembered): a message
+without its own ``ts`` takes its event's, so relative dates resolve against when it was
+said, and the LLM is given the conversation's date as "today" (the latest message time of
+the batch), never the server's clock unless nothing in the batch is dated.
 """
 
 from __future__ import annotations
