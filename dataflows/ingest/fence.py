@@ -1,4 +1,5 @@
-"""What a purge or a scoped delete leaves behind in the flow: nothing (DESIGN §7, privacy).
+"""What a purge or a scoped delete leaves behind in the flow: nothing
+(docs/architecture.md#purge-fences).
 
 Turns sent before a delete may still wait in the session window (or in a batch between
 steps) when the delete reaches the keyed writer; stored after it, they would outlive the
