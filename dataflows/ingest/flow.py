@@ -1,4 +1,4 @@
-"""The ingest flow, as a straight script of named steps (DESIGN §1).
+"""The ingest flow, as a straight script of named steps (docs/architecture.md#the-write-path).
 
     kafka (conversations + commands)
     → parse (bad → DLQ) → switch check
