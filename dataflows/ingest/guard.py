@@ -1,4 +1,5 @@
-"""A record that fails for its data goes to the DLQ; the flow goes on (DESIGN §4).
+"""A record that fails for its data goes to the DLQ; the flow goes on
+(docs/operations.md#the-dead-letter-queue).
 
 An exception inside a Bytewax step stops the worker, and the runner restarts the flow
 from its last snapshot: the same record fails again, and every user's writes wait
