@@ -2,9 +2,9 @@
 
 A Rejected carries the event's ``task_id`` (and user) whenever the value names one, so a
 task accepted by the API and refused here is reported ``failed`` with the reason instead
-of staying ``accepted``. The Kafka key must be the body's ``user_id`` (DESIGN §4): a
-mismatched key would put the user's events on two partitions and break their order.
-Reasons name fields and limits, never the content.
+of staying ``accepted``. The Kafka key must be the body's ``user_id``
+(docs/architecture.md#kafka-topics): a mismatched key would put the user's events on two
+partitions and break their order. Reasons name fields and limits, never the content.
 
 Values the API sealed with the user's data key (``sinks.sealed``) are opened here; one
 whose key a purge destroyed is rejected (to the DLQ, still sealed), never applied.
