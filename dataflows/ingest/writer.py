@@ -1,4 +1,5 @@
-"""The keyed writer: one user's facts become memory mutations, in order (DESIGN §7).
+"""The keyed writer: one user's facts become memory mutations, in order
+(docs/architecture.md#the-write-path).
 
 For each fact: exact dedup by content hash (against the user's active memories and the
 batch so far) → evolution against the top-10 similar memories of the same scope (LLM
@@ -321,7 +322,8 @@ class Writer:
 
     # ------------------------------------------------------------------ capacity
     def admit(self, rc: Recorder, rec: MemoryRecord) -> bool:
-        """Make room for ``rec`` (merging, then evicting per DESIGN §7) or refuse it with
+        """Make room for ``rec`` (merging, then evicting:
+        docs/architecture.md#consolidation-and-paged-out-memories) or refuse it with
         42901 (``rc.result`` says so); ``rc`` holds the user's index and counters."""
         idx, counters, r, now = rc.idx, rc.counters, rc.result, rc.now
         assert idx is not None and counters is not None and r is not None
