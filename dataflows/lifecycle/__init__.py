@@ -1,4 +1,4 @@
-"""The lifecycle ("decay") side of memstream (DESIGN §1, §7 Lifecycle).
+"""The lifecycle ("decay") side of memstream (docs/architecture.md#lifecycle).
 
 - ``rules``: pure planning — which memory to archive (decayed / expired) or purge, and
   the weight recovery of a recall hit. No I/O; the clock is a parameter.
