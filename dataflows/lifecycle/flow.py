@@ -1,4 +1,4 @@
-"""The lifecycle dataflow, as a straight script of named steps (DESIGN §1).
+"""The lifecycle dataflow, as a straight script of named steps (docs/architecture.md#lifecycle).
 
     kafka (memory.recall_hits)
     → parse (bad → DLQ)
