@@ -1,13 +1,13 @@
 """Scheduled consolidation: scopes above the high-water mark merge before they are full.
 
-DESIGN §7: "the lifecycle flow also consolidates scopes above a high-water mark on its
-schedule", so that a full scope — and a merge on the write path — is rare. A pass finds
-the crowded users with two grouped counts over ``memories FINAL`` (per scope, per user:
-only groups above the smallest possible mark come back) and sends each one
-``consolidate`` command; the user's keyed writer re-counts from its hot index (the
-freshest state) and merges every dimension above ``consolidation_high_water_ratio``
-(80 %) down to ``consolidation_low_water_ratio`` (70 %) — see
-:func:`core.consolidation.high_water_needs`.
+The lifecycle consolidates scopes above a high-water mark on its schedule
+(docs/architecture.md#consolidation-and-paged-out-memories), so that a full scope — and a
+merge on the write path — is rare. A pass finds the crowded users with two grouped counts
+over ``memories FINAL`` (per scope, per user: only groups above the smallest possible mark
+come back) and sends each one ``consolidate`` command; the user's keyed writer re-counts
+from its hot index (the freshest state) and merges every dimension above
+``consolidation_high_water_ratio`` (80 %) down to ``consolidation_low_water_ratio`` (70 %) —
+see :func:`core.consolidation.high_water_needs`.
 
 Payload ``{now, pass_id, reply}``; ids derive from ``pass_id``, so a replayed command
 plans on what is there: the members it merged are gone, nothing is merged twice. A user
