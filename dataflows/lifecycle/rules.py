@@ -1,4 +1,5 @@
-"""Lifecycle rules as pure functions: archive, expire, purge, recall recovery (DESIGN §7).
+"""Lifecycle rules as pure functions: archive, expire, purge, recall recovery
+(docs/architecture.md#lifecycle).
 
 The only clock is the ``now`` argument, so a pass run with ``now = T + 91 days`` decides
 exactly what waiting 91 days would. Per memory, at ``now``:
