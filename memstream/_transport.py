@@ -12,9 +12,9 @@ refuses before anything runs, so always safe), a connection that could not be ma
 is not idempotent (starting an export). A write is made
 idempotent by its ``request_id``, drawn once per call before the first attempt and sent
 with every retry: the API turns it into the add's task id or the command id, so a resend
-never writes twice (DESIGN §6, ``recall_api.commands``). Each wait is at least the
-server's ``Retry-After``; a call gives up after ``max_attempts`` or when the next wait
-would end past ``budget_s``, raising the last error.
+never writes twice (docs/api.md#retrying-and-idempotent-writes-request_id). Each wait is at
+least the server's ``Retry-After``; a call gives up after ``max_attempts`` or when the next
+wait would end past ``budget_s``, raising the last error.
 """
 
 from __future__ import annotations
