@@ -1,4 +1,5 @@
-"""The Python client of the memstream HTTP API (DESIGN §6): ``Client`` and ``AsyncClient``.
+"""The Python client of the memstream HTTP API (docs/api.md#python-client): ``Client`` and
+``AsyncClient``.
 
 Every endpoint is written once, in ``memstream._writes`` and ``memstream._reads``: a
 method describes its call (path, body, answer model) and hands it to ``_run``.
