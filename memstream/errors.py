@@ -62,7 +62,8 @@ class TaskPending(MemstreamError):
 
 
 class ApiError(MemstreamError):
-    """The API refused or failed the request; ``code`` is the envelope's (DESIGN §6)."""
+    """The API refused or failed the request; ``code`` is the envelope's
+    (docs/api.md#error-codes)."""
 
     def __init__(
         self,
