@@ -1,4 +1,4 @@
-"""Build the configured embedder and LLM from settings (DESIGN §8).
+"""Build the configured embedder and LLM from settings (docs/configuration.md#models).
 
 The only place that reads the ``embedding_*`` and ``llm_*`` settings; everything else
 receives an ``Embedder`` / ``LLM``, so tests and the dataflow can pass their own.
