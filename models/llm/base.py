@@ -50,12 +50,13 @@ class LLM(LLMLike):
     def summarize(self, texts: Sequence[str], max_chars: int) -> str:
         """ONE memory saying what ``texts`` (memories in time order) say, shorter.
 
-        Consolidation before eviction (DESIGN §7). This default — the ``rules`` provider's
-        behaviour and the floor of every provider — is :func:`core.compression.merged_text`:
-        the same fact repeated becomes its most complete telling, the same frame with other
-        values the frame with the values listed. Anything else is refused
-        (:class:`MalformedOutput`): related statements are never joined. One text is
-        returned as it is (clipped to ``max_chars``).
+        Consolidation before eviction
+        (docs/architecture.md#consolidation-and-paged-out-memories). This default — the
+        ``rules`` provider's behaviour and the floor of every provider — is
+        :func:`core.compression.merged_text`: the same fact repeated becomes its most
+        complete telling, the same frame with other values the frame with the values listed.
+        Anything else is refused (:class:`MalformedOutput`): related statements are never
+        joined. One text is returned as it is (clipped to ``max_chars``).
         """
         if len([t for t in texts if t.strip()]) < 2:
             return bounded_join(texts, max_chars)
