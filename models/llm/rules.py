@@ -1,13 +1,14 @@
 """Provider ``rules`` (the default when no LLM is set): no model, deterministic.
 
 Extraction is :mod:`models.rules.extract`. Evolution is by similarity threshold
-(DESIGN §7): the same normalized text, or a cosine score ≥ ``near_duplicate_similarity``
-(0.95 by default, never the recall threshold) *with the same names, numbers and dates*
-(:func:`core.sameness.same_specifics`: two towns are two facts however close their
-cosine), is NONE against that memory; anything else is ADD. The rules never UPDATE, and
-DELETE (supersede) only what a new fact names as ended (:mod:`models.rules.change`: "Sold
-a Subaru Outback, we got a Tesla" supersedes "Aisha drives a Subaru Outback"): anything
-subtler needs understanding, and a wrong supersession would hide a true memory.
+(docs/architecture.md#dedup-and-evolution): the same normalized text, or a cosine score ≥
+``near_duplicate_similarity`` (0.95 by default, never the recall threshold) *with the same
+names, numbers and dates* (:func:`core.sameness.same_specifics`: two towns are two facts
+however close their cosine), is NONE against that memory; anything else is ADD. The rules
+never UPDATE, and DELETE (supersede) only what a new fact names as ended
+(:mod:`models.rules.change`: "Sold a Subaru Outback, we got a Tesla" supersedes "Aisha
+drives a Subaru Outback"): anything subtler needs understanding, and a wrong supersession
+would hide a true memory.
 """
 
 from __future__ import annotations
