@@ -1,4 +1,5 @@
-"""Consolidation summary prompt (design document chapter 9; DESIGN §7 "consolidate").
+"""Consolidation summary prompt
+(docs/architecture.md#consolidation-and-paged-out-memories).
 
 Several memories of one person, in time order, become ONE memory. Consolidation only
 asks about memories that say the same thing, or the same thing with other values
