@@ -1,4 +1,4 @@
-"""Evolution decision prompt (design document, chapter 8; DESIGN §7).
+"""Evolution decision prompt (docs/architecture.md#dedup-and-evolution).
 
 Four operations (MERGE is folded into UPDATE). The model only sees small integer ids
 ("0", "1", ...) mapped from the real memory ids, because models copy short ids
