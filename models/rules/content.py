@@ -1,14 +1,14 @@
 """Whether a turn carries content: the one definition the no-LLM mode keeps turns by.
 
-DESIGN §7: in ``rules`` mode a turn that carries content but yields no rule fact is kept
-as one EPISODIC memory, so nothing said is lost; greetings, filler, questions and pure
-reactions are not kept. "Content" is deliberately broad (recall over precision here):
-any clause that is not a question or a request to the assistant and still has a word
-after greetings, fillers, vocatives ("…, Priya!"), pronouns, particles and reaction
-words ("wow", "sounds", "太棒了") are taken away. Third-person and subject-less
-statements count ("The marathon in Boston is on April 17", "公司下个月要搬到杭州");
-general knowledge counts too ("Water boils at 100 °C"): telling it from a fact needs
-understanding the rules do not have, and the cost of keeping it is one small memory.
+docs/architecture.md#what-is-remembered: in ``rules`` mode a turn that carries content but
+yields no rule fact is kept as one EPISODIC memory, so nothing said is lost; greetings,
+filler, questions and pure reactions are not kept. "Content" is deliberately broad (recall
+over precision here): any clause that is not a question or a request to the assistant and
+still has a word after greetings, fillers, vocatives ("…, Priya!"), pronouns, particles and
+reaction words ("wow", "sounds", "太棒了") are taken away. Third-person and subject-less
+statements count ("The marathon in Boston is on April 17", "公司下个月要搬到杭州"); general knowledge
+counts too ("Water boils at 100 °C"): telling it from a fact needs understanding the rules
+do not have, and the cost of keeping it is one small memory.
 """
 
 from __future__ import annotations
