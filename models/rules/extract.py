@@ -3,8 +3,8 @@
 Per turn: the subject is its speaker (``speakers``), relative dates resolve against the
 day the turn was said (its ``ts``, else ``today``). The content clauses of a turn that
 gave no rule fact become one EPISODIC memory (``episode``) beside the turn's facts, so
-the no-LLM mode loses nothing said (DESIGN §7): a turn with no rule fact at all is kept
-whole as its episode.
+the no-LLM mode loses nothing said (docs/architecture.md#what-is-remembered): a turn with no
+rule fact at all is kept whole as its episode.
 """
 
 from __future__ import annotations
