@@ -67,7 +67,7 @@ class UserData:
         return [t for s in self.sessions for t in s]
 
     def events(self, app_id: str | None) -> Iterator[dict[str, Any]]:
-        """One ``memory.conversations`` event per session (DESIGN §4)."""
+        """One ``memory.conversations`` event per session (docs/architecture.md#kafka-topics)."""
         for i, turns in enumerate(self.sessions):
             yield {
                 "task_id": f"quality-{self.user_id}-s{i:02d}",
