@@ -4,8 +4,9 @@ On a throw-away local stack (``ops.bench.env``) with the configured extractor an
 embedder: ``ops.bench.quality.data`` generates seeded two-person chats (English and Chinese)
 with evidence-labelled questions; every session goes in as one event through the real
 Kafka path (``memory.conversations``, ``app_id`` "bench" so the per-app capacity of
-DESIGN §7 applies) to the ingest flow running in-process; answers come through
-``POST /memory/v1/recall`` over HTTP (uvicorn in-process, as in the node).
+docs/architecture.md#what-is-remembered applies) to the ingest flow running in-process;
+answers come through ``POST /memory/v1/recall`` over HTTP (uvicorn in-process, as in the
+node).
 
 Recall asks ``top_k=10`` with ``min_relevance=0``: the bench measures the ranking, not
 the threshold; a second pass at the configured ``min_relevance`` reports how much the
