@@ -1,9 +1,10 @@
 """`memstream extract`: show what the configured provider extracts from one event.
 
-Reads a conversation event (DESIGN §4 JSON, the value of ``memory.conversations``) on
-stdin and prints one JSON object per fact, with the msg_id it came from — the quickest
-way to check a prompt, a model or the rules on real transcripts without a running stack.
-Exit codes: 0 ok, 1 the model failed, 2 bad input or configuration.
+Reads a conversation event (the JSON value of ``memory.conversations``,
+docs/architecture.md#kafka-topics) on stdin and prints one JSON object per fact, with the
+msg_id it came from — the quickest way to check a prompt, a model or the rules on real
+transcripts without a running stack. Exit codes: 0 ok, 1 the model failed, 2 bad input or
+configuration.
 """
 
 from __future__ import annotations
