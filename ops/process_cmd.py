@@ -1,12 +1,12 @@
 """`memstream api` and `memstream dataflow ingest|lifecycle`: the node's parts, each alone.
 
-The distributed deployment of DESIGN §1 (``helm/``) runs the recall tier and each dataflow
-as processes of their own, against a Kafka, a ClickHouse server, a Milvus server and a
-Redis. ``api`` runs what ``python -m recall_api.main`` runs. ``dataflow NAME`` runs one
-flow in the foreground as one process of a Bytewax cluster (``-w`` workers, ``-i/-a``
-for several processes), with recovery on a durable directory, until SIGTERM (the flow's
-sources end after the batch in flight) or a failure (exit 1: the supervisor restarts it
-and recovery resumes it from the last snapshot). The lifecycle process also runs the
+The distributed deployment (docs/deploy.md#topology, ``helm/``) runs the recall tier and
+each dataflow as processes of their own, against a Kafka, a ClickHouse server, a Milvus
+server and a Redis. ``api`` runs what ``python -m recall_api.main`` runs. ``dataflow NAME``
+runs one flow in the foreground as one process of a Bytewax cluster (``-w`` workers,
+``-i/-a`` for several processes), with recovery on a durable directory, until SIGTERM (the
+flow's sources end after the batch in flight) or a failure (exit 1: the supervisor restarts
+it and recovery resumes it from the last snapshot). The lifecycle process also runs the
 periodic passes, on process 0 only, so a cluster of N processes does not run N passes.
 ``--metrics-port`` serves the process's Prometheus ``/metrics`` (its flow's families and
 consumer lag; README "Metrics") on loopback unless ``--metrics-host`` says otherwise.
