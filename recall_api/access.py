@@ -1,4 +1,4 @@
-"""Who the caller is and what its key may touch (design document chapter 3, DESIGN §6).
+"""Who the caller is and what its key may touch (docs/security.md#api-keys).
 
 Every endpoint checks the key against the exact memories it touches:
 
