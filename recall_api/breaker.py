@@ -1,4 +1,5 @@
-"""A circuit breaker for the store calls of the recall path (DESIGN §6, 50401).
+"""A circuit breaker for the store calls of the recall path (50401,
+docs/architecture.md#the-recall-path).
 
 Only calls that leave the process are guarded: a hot-cache *load* (ClickHouse + Milvus
 on a user's first touch), the cold-record load and the Milvus search of the cold path.
