@@ -1,4 +1,4 @@
-"""API errors and their one mapping to envelope codes (DESIGN §6).
+"""API errors and their one mapping to envelope codes (docs/api.md#error-codes).
 
 ApiError(code, msg) is raised by routes and orchestration; request validation errors
 become 40001; a store or broker that does not answer (Redis, Kafka, StoreUnavailable)
