@@ -1,4 +1,5 @@
-"""Recall hit events: ``{user_id, memory_ids, at}`` to ``memory.recall_hits`` (DESIGN §4).
+"""Recall hit events: ``{user_id, memory_ids, at}`` to ``memory.recall_hits``
+(docs/architecture.md#kafka-topics).
 
 The lifecycle flow turns them into weight recovery and ``last_recalled_at``.
 :meth:`HitPublisher.submit` hands the event to one background thread and returns at
