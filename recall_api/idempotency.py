@@ -1,4 +1,5 @@
-"""``request_id`` belongs to its caller (DESIGN §6, §7).
+"""``request_id`` belongs to its caller
+(docs/api.md#retrying-and-idempotent-writes-request_id).
 
 A write's ids (the command id of a management write, the task id of an ``add``) are
 derived from (tenant, caller, user, endpoint, request_id): the caller is the API key's
