@@ -1,4 +1,5 @@
-"""ClickHouse: memory metadata, the immutable change log and switches (DESIGN §5).
+"""ClickHouse: memory metadata, the immutable change log and switches
+(docs/architecture.md#stores).
 
 Embedded (``chdb:///abs/dir``) goes through clickhouse-connect's chDB interface; a
 server (``http://host:8123``) through its HTTP interface — the same calls either way.
