@@ -1,4 +1,4 @@
-"""Kafka: topic administration and the shared producer (DESIGN §4).
+"""Kafka: topic administration and the shared producer (docs/architecture.md#kafka-topics).
 
 Topics are created idempotently with the configured partition count; the retention and
 ``segment.ms`` of ``memory.conversations`` and ``memory.dlq`` keep every record within the
@@ -109,7 +109,8 @@ class KafkaBus:
             return False
 
     def ensure_topics(self, timeout: float = 15.0) -> list[str]:
-        """Create the missing topics of DESIGN §4; return the names created."""
+        """Create the missing topics (docs/architecture.md#kafka-topics); return the names
+        created."""
         try:
             existing = set(self.admin.list_topics(timeout=timeout).topics)
         except KafkaException as exc:
