@@ -126,7 +126,8 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 def check_bind(settings: Settings) -> None:
-    """Refuse to serve beyond loopback with no API key configured (DESIGN §6), and to run
+    """Refuse to serve beyond loopback with no API key configured (docs/security.md#api-keys),
+    and to run
     outside local mode without one."""
     ring = KeyFile(settings).ring
     host = settings.api_host.strip("[]")
