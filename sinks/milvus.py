@@ -1,4 +1,4 @@
-"""Milvus: the vectors of active and archived memories (DESIGN §5).
+"""Milvus: the vectors of active and archived memories (docs/architecture.md#stores).
 
 Embedded Milvus Lite takes a local file path ending in ``.db`` (a directory with a LOCK,
 one process); a server takes ``http://host:19530``. After a reopen the collection is
