@@ -1,4 +1,5 @@
-"""Redis: switches, counters, tombstones, task status, hot data (DESIGN §5).
+"""Redis: switches, counters, tombstones, task status, hot data
+(docs/architecture.md#stores).
 
 A cache, never the record: every key here can be rebuilt from ClickHouse. Short socket
 timeouts keep a dead Redis from stalling a request; callers treat
