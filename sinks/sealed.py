@@ -2,12 +2,12 @@
 
 A conversation event the API's ``add`` produces on ``memory.conversations`` travels as
 ``{"v": 2, "tenant_id", "user_id", "task_id", "sealed"}`` where ``sealed`` is the whole
-ConversationEvent of DESIGN §4 as JSON, encrypted with the user's data key; the ingest
-parser opens it and validates the event inside as if a platform had produced it.
-Commands that carry content (``add_structured``, ``update``) put their payload in
-``Command.sealed`` the same way. After a purge destroyed the key, a sealed value left in
-a topic (retention, segment files, a mirror, a backup) opens for no one; the ingest
-sends one it can no longer open to the DLQ (still sealed) instead of applying it.
+ConversationEvent (docs/architecture.md#kafka-topics) as JSON, encrypted with the user's
+data key; the ingest parser opens it and validates the event inside as if a platform had
+produced it. Commands that carry content (``add_structured``, ``update``) put their payload
+in ``Command.sealed`` the same way. After a purge destroyed the key, a sealed value left in
+a topic (retention, segment files, a mirror, a backup) opens for no one; the ingest sends
+one it can no longer open to the DLQ (still sealed) instead of applying it.
 
 Platforms that produce plaintext straight to ``memory.conversations`` are not sealed;
 they are covered by that topic's retention (``sinks.topic_config``).
