@@ -1,4 +1,5 @@
-"""Memory switches (DESIGN §7): ClickHouse ``memory_settings`` is the record, Redis the cache.
+"""Memory switches (docs/architecture.md#memory-switches): ClickHouse ``memory_settings`` is
+the record, Redis the cache.
 
 A user-level switch (app ``*``) and one per app, per (tenant, user). Reads hit Redis (one
 HGETALL of ``switch:<user>``, scoped by the tenant); a miss loads the user's rows from
