@@ -1,4 +1,5 @@
-"""Topic configs that keep plaintext within the purge deadline (DESIGN §4).
+"""Topic configs that keep plaintext within the purge deadline
+(docs/architecture.md#kafka-topics).
 
 A platform may produce plaintext turns straight to ``memory.conversations``, and the DLQ
 keeps rejected originals unchanged; neither can be crypto-shredded, so their lifetime
@@ -41,7 +42,8 @@ def plaintext_topic_config(deadline_ms: int) -> dict[str, str]:
 
 
 def topic_config(base: str, deadline_ms: int) -> dict[str, str]:
-    """The config a topic of DESIGN §4 is created with (empty: the broker's defaults)."""
+    """The config a topic is created with (empty: the broker's defaults;
+    docs/architecture.md#kafka-topics)."""
     if base == TOPIC_CONFIG:
         return {"cleanup.policy": "compact"}
     return plaintext_topic_config(deadline_ms) if base in PLAINTEXT_TOPICS else {}
