@@ -1,5 +1,5 @@
-"""Per-user snapshots in Redis: a cold user loads in one Redis read (DESIGN §5, Redis
-holds "per-user hot data for recall"; the design document's chapter 4, 热点缓存).
+"""Per-user snapshots in Redis: a cold user loads in one Redis read
+(docs/operations.md#the-hot-cache-and-redis-snapshots).
 
 Without it a user the process cache does not hold costs one ClickHouse ``FINAL`` query,
 one Milvus read and one archived-hashes query (~75 ms, most of it CPU behind the
