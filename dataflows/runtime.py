@@ -15,7 +15,7 @@ import dataclasses
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Self, TypeVar, cast, overload
 
 from core.seams import EmbedderLike, LLMLike
 from core.settings import Settings
@@ -26,6 +26,28 @@ from sinks.services import Services, open_services
 from sinks.stores import Stores
 from sinks.switches import SwitchStore
 from sinks.tasks import TaskStore
+
+T = TypeVar("T")
+
+
+class _Part(Generic[T]):
+    """A Runtime attribute that reads and writes the held Services' part of the same
+    name: one descriptor rather than a property and a setter a part, and no
+    ``__getattr__``, so mypy sees each part's type. Setting a part Services only reads
+    (``changelog``) fails there, as a property without a setter does."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, rt: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, rt: Runtime, owner: type) -> T: ...
+    def __get__(self, rt: Runtime | None, owner: type) -> T | Self:
+        return self if rt is None else cast(T, getattr(rt.services, self.name))
+
+    def __set__(self, rt: Runtime, value: T) -> None:
+        setattr(rt.services, self.name, value)
 
 
 @dataclass(init=False)
@@ -62,66 +84,16 @@ class Runtime:
         services = Services.build(settings, stores, embedder, rewrap=True)
         return cls(services, llm if llm is not None else build_llm(settings))
 
-    # the parts of the held Services, read where the steps read them
-    @property
-    def settings(self) -> Settings:
-        return self.services.settings  # live: swapped by the config follower
-
-    @settings.setter
-    def settings(self, value: Settings) -> None:
-        self.services.settings = value
-
-    @property
-    def stores(self) -> Stores:
-        return self.services.stores
-
-    @stores.setter
-    def stores(self, value: Stores) -> None:  # a test swaps one part for a double
-        self.services.stores = value
-
-    @property
-    def memories(self) -> MemoryStore:
-        return self.services.memories
-
-    @memories.setter
-    def memories(self, value: MemoryStore) -> None:  # a test swaps one part for a double
-        self.services.memories = value
-
-    @property
-    def cache(self) -> HotCache:
-        return self.services.cache
-
-    @cache.setter
-    def cache(self, value: HotCache) -> None:  # a test swaps one part for a double
-        self.services.cache = value
-
-    @property
-    def tasks(self) -> TaskStore:
-        return self.services.tasks
-
-    @tasks.setter
-    def tasks(self, value: TaskStore) -> None:  # a test swaps one part for a double
-        self.services.tasks = value
-
-    @property
-    def switches(self) -> SwitchStore:
-        return self.services.switches
-
-    @switches.setter
-    def switches(self, value: SwitchStore) -> None:  # a test swaps one part for a double
-        self.services.switches = value
-
-    @property
-    def embedder(self) -> EmbedderLike:
-        return self.services.embedder
-
-    @embedder.setter
-    def embedder(self, value: EmbedderLike) -> None:  # a test swaps one part for a double
-        self.services.embedder = value
-
-    @property
-    def changelog(self) -> ChangeLog:
-        return self.services.changelog
+    # the parts of the held Services, read where the steps read them; a test swaps one
+    # for a double by setting it on the runtime (the settings: the config follower)
+    settings = _Part[Settings]()
+    stores = _Part[Stores]()
+    memories = _Part[MemoryStore]()
+    cache = _Part[HotCache]()
+    tasks = _Part[TaskStore]()
+    switches = _Part[SwitchStore]()
+    embedder = _Part[EmbedderLike]()
+    changelog = _Part[ChangeLog]()
 
 
 @contextlib.contextmanager
