@@ -126,9 +126,8 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 def check_bind(settings: Settings) -> None:
-    """Refuse to serve beyond loopback with no API key configured (docs/security.md#api-keys),
-    and to run
-    outside local mode without one."""
+    """Refuse to serve beyond loopback with no API key configured, and to run outside local
+    mode without one (docs/security.md#api-keys)."""
     ring = KeyFile(settings).ring
     host = settings.api_host.strip("[]")
     if ring.empty and not (host in LOOPBACK_HOSTS or host.startswith("127.")):
