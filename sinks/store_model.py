@@ -1,9 +1,9 @@
 """Which embedding model made a store's vectors, and the start-up check that keeps it so.
 
 Vectors of two models cannot be compared, so a store remembers its model
-(docs/operations.md#changing-the-embedding-model):
-the embedder's ``name`` and ``dim``, recorded per Milvus collection in the ClickHouse
-table ``store_meta`` (key ``embedding_model:<collection>``, a JSON value). ClickHouse is
+(docs/operations.md#changing-the-embedding-model): the embedder's ``name`` and ``dim``,
+recorded per Milvus collection in the ClickHouse table ``store_meta`` (key
+``embedding_model:<collection>``, a JSON value). ClickHouse is
 the record of the memories, so it also records what their vectors mean.
 
 ``check_store_model`` is the one start-up check. Every process reaches it where its
