@@ -1,4 +1,5 @@
-"""Paged-out memories through real Kafka (issue 32, item 3; DESIGN §7): a memory evicted
+"""Paged-out memories through real Kafka (issue 32, item 3;
+docs/architecture.md#consolidation-and-paged-out-memories): a memory evicted
 for room is ARCHIVED and still found by default recall; one archived by decay is not
 (``include_archived`` reaches it); a whole-user purge leaves none recallable."""
 
