@@ -90,11 +90,13 @@ queries = st.builds(
 
 
 def allowed(m: MemoryRecord, user: int, q: Query, off_app: str | None) -> bool:
-    """The scope rules of DESIGN §6/core.scope, written out independently."""
+    """The scope rules (docs/api.md#recall, docs/security.md#api-keys; core.scope), written
+    out independently."""
     if m.user_id != user or m.status is Status.DELETED:
         return False
     # an ARCHIVED memory still worth keeping (weight 0.8: evicted for room) is paged out
-    # and found by default recall; one archived by decay (weight 0.05) is not (DESIGN §7).
+    # and found by default recall; one archived by decay (weight 0.05) is not
+    # (docs/architecture.md#consolidation-and-paged-out-memories).
     # An as_of read keeps its own path: ARCHIVED only with include_archived
     paged_out = m.weight >= 0.5 and q.as_of is None
     if m.status is Status.ARCHIVED and not q.include_archived and not paged_out:
