@@ -1,4 +1,5 @@
-"""``request_id`` belongs to its caller (DESIGN §6, §7), through HTTP on the real stack.
+"""``request_id`` belongs to its caller (docs/api.md#retrying-and-idempotent-writes-request_id),
+through HTTP on the real stack.
 
 Two app keys of one tenant (appA, appB) and an admin key, made the way
 ``memstream keys create`` does. The same request id from two apps gives two writes, each
