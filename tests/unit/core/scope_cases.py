@@ -1,6 +1,6 @@
 """Shared by the scope tests: a cached-memory record, hypothesis strategies, and an
-independent brute-force definition of who may see what (written from DESIGN, not from
-core.scope)."""
+independent brute-force definition of who may see what (written from docs/api.md#recall and
+docs/security.md#api-keys, not from core.scope)."""
 
 from __future__ import annotations
 
