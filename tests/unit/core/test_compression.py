@@ -1,4 +1,5 @@
-"""Which memories may merge, and what they become (core.compression; DESIGN §7)."""
+"""Which memories may merge, and what they become (core.compression;
+docs/architecture.md#consolidation-and-paged-out-memories)."""
 
 from __future__ import annotations
 
