@@ -1,4 +1,5 @@
-"""Near-duplicates need the same names, numbers and dates (DESIGN §7 "Dedup")."""
+"""Near-duplicates need the same names, numbers and dates
+(docs/architecture.md#dedup-and-evolution)."""
 
 from __future__ import annotations
 
