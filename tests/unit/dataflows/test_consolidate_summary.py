@@ -1,4 +1,5 @@
-"""An LLM's consolidation summary is used only when it is a compression (DESIGN §7)."""
+"""An LLM's consolidation summary is used only when it is a compression
+(docs/architecture.md#consolidation-and-paged-out-memories)."""
 
 from __future__ import annotations
 
