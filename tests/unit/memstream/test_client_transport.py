@@ -167,8 +167,8 @@ def test_the_async_client_retries_the_same_way() -> None:
 
 
 def test_the_client_package_imports_nothing_of_the_server() -> None:
-    """DESIGN §2's direction: ``memstream`` may use ``schemas`` only, so an agent can
-    install it without the server's stores and models."""
+    """The import direction (docs/architecture.md#code-layout): ``memstream`` may use
+    ``schemas`` only, so an agent can install it without the server's stores and models."""
     import subprocess
     import sys
 
