@@ -1,4 +1,4 @@
-"""Settings pick the providers (DESIGN §8)."""
+"""Settings pick the providers (docs/configuration.md#models)."""
 
 from __future__ import annotations
 
