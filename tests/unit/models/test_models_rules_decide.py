@@ -1,4 +1,5 @@
-"""Evolution without an LLM: similarity thresholds (DESIGN §7) and the degrade path."""
+"""Evolution without an LLM: similarity thresholds and the degrade path
+(docs/architecture.md#dedup-and-evolution)."""
 
 from __future__ import annotations
 
