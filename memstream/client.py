@@ -20,7 +20,8 @@ idempotency: ``memstream._transport``.
 from __future__ import annotations
 
 import os
-from typing import Any, Self
+from abc import abstractmethod
+from typing import Any, Generic, Self, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying, Retrying
@@ -39,22 +40,34 @@ from memstream.errors import TransportError
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
 
-class _Endpoints(Writes, Reads):
-    """Every endpoint of ``/memory/v1`` for both clients (see the module doc)."""
+
+class _Endpoints(Writes, Reads, Generic[H]):
+    """Every endpoint of ``/memory/v1`` for both clients (see the module doc), and the
+    one constructor of both: ``http`` is the caller's httpx client of the right kind,
+    else ``_connect`` opens one."""
 
     def __init__(
         self,
         base_url: str = DEFAULT_URL,
         api_key: str | None = None,
         *,
+        timeout: float = 30.0,
         retry: RetryPolicy | None = None,
+        verify: str | bool = True,
+        http: H | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
         self._headers = {"User-Agent": USER_AGENT}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self._http: H = http or self._connect(timeout, verify)
+
+    @abstractmethod
+    def _connect(self, timeout: float, verify: str | bool) -> H:
+        """A client of this kind at ``base_url`` (the caller gave none)."""
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> Self:
@@ -67,22 +80,12 @@ class _Endpoints(Writes, Reads):
         return cls(os.environ.get("MEMSTREAM_API_URL") or DEFAULT_URL, **kwargs)
 
 
-class Client(_Endpoints):
+class Client(_Endpoints[httpx.Client]):
     """The synchronous client. ``http``: an ``httpx.Client`` of your own (its base URL
     is then yours to set); ``verify``: httpx's (a CA file path for https)."""
 
-    def __init__(
-        self,
-        base_url: str = DEFAULT_URL,
-        api_key: str | None = None,
-        *,
-        timeout: float = 30.0,
-        retry: RetryPolicy | None = None,
-        verify: str | bool = True,
-        http: httpx.Client | None = None,
-    ):
-        super().__init__(base_url, api_key, retry=retry)
-        self._http = http or httpx.Client(base_url=self.base_url, timeout=timeout, verify=verify)
+    def _connect(self, timeout: float, verify: str | bool) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=timeout, verify=verify)
 
     def _run(self, call: Call) -> Any:
         return Retrying(**retry_options(self.retry, call))(self._once, call)
@@ -104,24 +107,12 @@ class Client(_Endpoints):
         self.close()
 
 
-class AsyncClient(_Endpoints):
+class AsyncClient(_Endpoints[httpx.AsyncClient]):
     """The asyncio client: the methods of ``Client``, each returning an awaitable of the
-    same answer (``await memory.recall(...)``)."""
+    same answer (``await memory.recall(...)``); ``http``: an ``httpx.AsyncClient``."""
 
-    def __init__(
-        self,
-        base_url: str = DEFAULT_URL,
-        api_key: str | None = None,
-        *,
-        timeout: float = 30.0,
-        retry: RetryPolicy | None = None,
-        verify: str | bool = True,
-        http: httpx.AsyncClient | None = None,
-    ):
-        super().__init__(base_url, api_key, retry=retry)
-        self._http = http or httpx.AsyncClient(
-            base_url=self.base_url, timeout=timeout, verify=verify
-        )
+    def _connect(self, timeout: float, verify: str | bool) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, verify=verify)
 
     def _run(self, call: Call) -> Any:
         return AsyncRetrying(**retry_options(self.retry, call))(self._once, call)
