@@ -1,4 +1,5 @@
-"""Consolidation: the design document's chapter 9 compression beside archive and delete.
+"""Consolidation: compression beside archive and delete
+(docs/architecture.md#consolidation-and-paged-out-memories).
 
 A full scope first merges memories that say the same thing into one memory carrying all
 their sources, so room is made without losing what was said; eviction
