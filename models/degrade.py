@@ -1,6 +1,6 @@
 """Evolution that never stops ingest: LLM down or confused → append + hash dedup.
 
-The design document (chapter 8) asks for a degrade switch: when the evolution LLM is
+A degrade switch (docs/architecture.md#dedup-and-evolution): when the evolution LLM is
 unavailable or times out, the fact is appended (ADD) and the content-hash dedup step
 keeps exact repeats out. The result says so, so the dataflow can record the reason in
 the changelog and count it in metrics.
