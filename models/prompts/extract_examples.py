@@ -1,4 +1,4 @@
-"""Few-shot examples of the extraction prompt (design document, chapter 8).
+"""Few-shot examples of the extraction prompt (docs/architecture.md#fact-extraction).
 
 Their value is in what NOT to store: greetings ("Hi." → []) and general knowledge
 ("There are branches in trees." → []) next to real facts, in English and Chinese, with
