@@ -1,4 +1,4 @@
-"""Fact extraction prompt (design document, chapter 8).
+"""Fact extraction prompt (docs/architecture.md#fact-extraction).
 
 Role + the 7 categories + few-shot examples that teach what NOT to store, today's date,
 answer in the input's language, never read system messages, empty list when nothing.
