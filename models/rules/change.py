@@ -7,8 +7,8 @@ badminton", "I left Zalando", "把比亚迪汉卖了", "我们刚从上海搬到
 "我从腾讯离职了". :func:`ended` returns those named values ("Subaru Outback", "Berlin",
 "上海"); evolution (``models.llm.rules``) supersedes the earlier memories of the same
 subject that state one of them, so a "now" question finds the new value and not the old
-one (design document chapter 7: a contradicted memory is SUPERSEDED, never erased; its
-change row keeps both texts).
+one (docs/architecture.md#dedup-and-evolution: a contradicted memory is SUPERSEDED, never
+erased; its change row keeps both texts).
 
 Deliberately narrow: an ended value must be named literally, the old memory must carry
 it as a whole word (Latin) or substring (CJK), and belong to the same subject
