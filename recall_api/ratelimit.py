@@ -1,4 +1,4 @@
-"""Rate limits per API key, and per user within a key (design document chapter 3).
+"""Rate limits per API key, and per user within a key (docs/security.md#rate-limits).
 
 Built on the maintained ``limits`` library (fixed windows in Redis: one INCR+EXPIRE per
 bucket, shared by every API process). Two families of buckets, so a burst of writes
