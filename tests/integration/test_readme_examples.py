@@ -1,6 +1,6 @@
 """The README's acceptance examples through HTTP against the real stack, as a new user
 runs them: the peanut example (add → ingest → recall at the default threshold), the
-design document's 叫车 example (add_structured for app_didi888), and a Chinese query
+叫车 (hail a ride) example (add_structured for app_didi888), and a Chinese query
 finding an English memory and the other way round."""
 
 from __future__ import annotations
