@@ -14,10 +14,10 @@ evicted memory is ARCHIVED when its weight is still above ``archive_threshold``,
 DELETED otherwise. If no room can be made, the write is refused (42901) and nothing
 is evicted; an important mark over its quota is refused with 42902.
 
-An ARCHIVED memory the capacity evicted is **paged out**, not lost (an archival
-memory, retrieved on demand): default recall still finds it. Which ARCHIVED memories are paged out is read
-from the record alone (:func:`paged_out`): its decayed weight is still above the archive
-threshold and it has not expired. The lifecycle archives a decayed memory with its
+An ARCHIVED memory the capacity evicted is **paged out**, not lost (an archival memory,
+retrieved on demand): default recall still finds it. Which ARCHIVED memories are paged
+out is read from the record alone (:func:`paged_out`): its decayed weight is still above
+the archive threshold and it has not expired. The lifecycle archives a decayed memory with its
 weight below the threshold and an expired one past its ``expire_at``, so neither is
 paged out; a paged-out memory that later decays below the threshold leaves default
 recall too (the decay would have archived it anyway).
