@@ -24,7 +24,7 @@ class _Payload(BaseModel):
 
 
 class StructuredFields(_Payload):
-    """``add_structured``: one memory written directly (docs/api.md#add_structured)."""
+    """``add_structured``: one memory written directly (docs/api.md#request-fields)."""
 
     app_id: ScopeId | None = None
     session_id: ScopeId | None = None
