@@ -22,6 +22,14 @@ from schemas.events import Message, Strategy
 from schemas.facts import Decision, Fact, SimilarLike
 
 
+class QueryVectors(Protocol):
+    """A thread-safe cache of query vectors by text (``models.embedding.base.QueryCache``)."""
+
+    def get(self, text: str) -> np.ndarray | None: ...
+
+    def put(self, text: str, vec: np.ndarray) -> None: ...
+
+
 class EmbedderLike(Protocol):
     """Texts in, a float32 matrix of unit-norm rows out; safe to call from many threads."""
 
@@ -45,6 +53,12 @@ class EmbedderLike(Protocol):
 
     def embed_query(self, text: str) -> np.ndarray:
         """One question's vector, shape (dim,)."""
+        ...
+
+    @property
+    def query_cache(self) -> QueryVectors | None:
+        """The cache ``embed_query`` answers from, which the recall API's query batcher
+        shares (one cache, not two stacked); None: the embedder keeps none."""
         ...
 
     def close(self) -> None:
