@@ -32,7 +32,8 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+
+from bytewax.connectors.kafka import KafkaSourceMessage
 
 from dataflows.ingest.guard import is_data_error
 
@@ -40,10 +41,18 @@ log = logging.getLogger(__name__)
 
 Part = tuple[str, int]  # (topic, partition)
 Position = tuple[str, int, int]  # (topic, partition, offset)
+# a Kafka record as the flows' sources hand it out (their errors raise, never flow)
+Record = KafkaSourceMessage[bytes | None, bytes | None]
 
 FAILURES_TO_TRIP = 2  # "after a second consecutive failure" (docs/operations.md#poison-records)
 SETTLE_S = 3.0  # a careful record not reported done by then is let go (it may be windowed)
 CONSECUTIVE_S = 300.0  # failures further apart than this are not "in a row"
+
+
+def offset_of(record: Record) -> int:
+    """A read record's offset (Bytewax types it optional; a consumer sets it on every one)."""
+    assert record.offset is not None, "a consumed Kafka record has an offset"
+    return record.offset
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -66,7 +75,7 @@ def is_data_failure(exc: BaseException) -> bool:
 class _Out:
     """A record handed out in careful mode and not yet reported done."""
 
-    message: Any  # the KafkaSourceMessage, kept whole for the DLQ
+    message: Record  # kept whole for the DLQ
     at: float
 
 
@@ -125,7 +134,7 @@ class Breaker:
                     del self.out[pos]
             return not self.out
 
-    def handed(self, position: Position, message: Any) -> None:
+    def handed(self, position: Position, message: Record) -> None:
         with self._lock:
             self.out[position] = _Out(message, time.monotonic())
 
@@ -139,7 +148,7 @@ class Breaker:
                 self.out.pop(pos, None)
 
     # --- the runner's side -------------------------------------------------------
-    def failed(self, exc: BaseException) -> list[Any]:
+    def failed(self, exc: BaseException) -> list[Record]:
         """Account a flow failure; the messages to dead-letter (at most one)."""
         if not is_data_failure(exc):
             return []  # infrastructure: retry as before, blame nobody
@@ -165,7 +174,7 @@ class Breaker:
                 )
             return []
 
-    def forgive(self, messages: list[Any]) -> None:
+    def forgive(self, messages: list[Record]) -> None:
         """Blamed ``messages`` that could not be dead-lettered: not skipped after all."""
         with self._lock:
             for m in messages:

@@ -37,6 +37,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from confluent_kafka import Consumer, Message
+
 log = logging.getLogger(__name__)
 
 IDLE_AFTER_S = 10.0  # a thread that read nothing this long is idle
@@ -114,19 +116,20 @@ def thread_idle() -> ThreadIdle:
 class _NoWaitConsumer:
     """A confluent-kafka Consumer whose ``consume`` never waits for records."""
 
-    def __init__(self, consumer: Any) -> None:
+    def __init__(self, consumer: Consumer) -> None:
         self._consumer = consumer
 
-    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
         return self._consumer.consume(num_messages, 0)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._consumer, name)
 
 
-def no_wait(partition: Any) -> None:
-    """Make Bytewax's Kafka partition (0.21.1 keeps its consumer as ``_consumer``) read
-    without waiting; a partition without one is left as it is."""
+def no_wait(partition: object) -> None:
+    """Make Bytewax's Kafka partition (0.21.1 keeps its consumer as ``_consumer``, a
+    private attribute: reached by name) read without waiting; a partition without one is
+    left as it is."""
     consumer = getattr(partition, "_consumer", None)
     if consumer is not None and not isinstance(consumer, _NoWaitConsumer):
-        partition._consumer = _NoWaitConsumer(consumer)
+        setattr(partition, "_consumer", _NoWaitConsumer(consumer))  # noqa: B010

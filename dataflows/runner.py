@@ -31,19 +31,18 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from bytewax.dataflow import Dataflow
 from bytewax.recovery import RecoveryConfig, init_db_dir
 from bytewax.run import cli_main
 
 from core.logs import describe_error
-from dataflows.breaker import Breaker, root_cause
+from dataflows.breaker import Breaker, Record, root_cause
 from dataflows.epochs import epoch_seconds
 from dataflows.ingest.guard import describe
 from sinks.flow_health import RestartLog
 
-DeadLetter = Callable[[list[Any], str], None]  # (KafkaSourceMessages, reason)
+DeadLetter = Callable[[list[Record], str], None]  # (records, reason)
 
 log = logging.getLogger(__name__)
 

@@ -17,24 +17,26 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from confluent_kafka import KafkaException
 
 from core import metrics
 from core.write_batch import WriteBatch
-from dataflows.breaker import Breaker
+from dataflows.breaker import Breaker, Record
 from dataflows.ingest.guard import describe, is_data_error
 from dataflows.ingest.items import REPLAY_HEADER, Applied, Rejected, Source, replay_of
 from dataflows.runtime import Runtime
 from schemas.commands import result_key
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_DLQ
+from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
 from sinks.tasks import TaskResult
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 RESULT_TTL_S = 600
 STORED = "its memories were stored before its status could not be written"
 DLQ_KEEP_BYTES = 512 * 1024
@@ -43,7 +45,7 @@ DLQ_KEEP_BYTES = 512 * 1024
 def merge_applied(items: list[Applied]) -> Applied:
     """One batch for many users; a memory written twice keeps only its last version."""
     merged = Applied(WriteBatch())
-    latest: dict[str, Any] = {}
+    latest: dict[str, MemoryRecord] = {}
     for a in items:
         for m in a.batch.memories:
             latest.pop(m.memory_id, None)
@@ -117,8 +119,8 @@ def send_to_dlq(rt: Runtime, rejected: list[Rejected]) -> None:
         bus.flush(10)
 
 
-def dead_letter_messages(rt: Runtime, messages: list[Any], reason: str) -> None:
-    """Kafka records (``KafkaSourceMessage``) the breaker blamed, to ``memory.dlq``."""
+def dead_letter_messages(rt: Runtime, messages: list[Record], reason: str) -> None:
+    """Kafka records the breaker blamed, to ``memory.dlq``."""
     send_to_dlq(
         rt,
         [
@@ -243,7 +245,7 @@ class _Partition(StatelessSinkPartition[Applied]):
             )
 
 
-def _unless_data_error(write: Callable[[list[Any]], None], arg: list[Any]) -> None:
+def _unless_data_error(write: Callable[[list[T]], None], arg: list[T]) -> None:
     try:
         write(arg)
     except Exception as exc:
