@@ -26,13 +26,14 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from bytewax.dataflow import operator
 from bytewax.operators import KeyedStream, StatefulLogic, stateful
 
 V = TypeVar("V")
 T = TypeVar("T")
+W = TypeVar("W")
 
 POLL = timedelta(milliseconds=2)  # how often a step with a list in flight looks at it
 # A model thread takes the GIL back after each ONNX Runtime call, behind a worker thread
@@ -53,7 +54,15 @@ def model_thread(lane: str) -> ThreadPoolExecutor:
         return _threads[lane]
 
 
-class Flight(Generic[T]):
+class Landing(Protocol[W]):
+    """What the step holds of a launched list: whether it is done, and its output."""
+
+    def ready(self) -> bool: ...
+
+    def take(self) -> list[W]: ...
+
+
+class Flight(Generic[T, W]):
     """A collected list whose model ``call`` runs on ``lane``'s thread; ``take`` gives the
     step's output: ``finish(result)``, where ``result()`` is the call's (or raises its
     error)."""
@@ -61,7 +70,7 @@ class Flight(Generic[T]):
     def __init__(
         self,
         call: Callable[[], T],
-        finish: Callable[[Callable[[], T]], list],
+        finish: Callable[[Callable[[], T]], list[W]],
         lane: str = "model",
     ) -> None:
         self._future: Future[T] = model_thread(lane).submit(call)
@@ -70,7 +79,7 @@ class Flight(Generic[T]):
     def ready(self) -> bool:
         return self._future.done()
 
-    def take(self) -> list:
+    def take(self) -> list[W]:
         """The step's output (waits for the call)."""
         return self._finish(self._future.result)
 
@@ -79,11 +88,11 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-class _Logic(StatefulLogic[V, Any, list[V]]):
+class _Logic(StatefulLogic[V, W, list[V]]):
     def __init__(
         self,
         held: list[V],
-        start: Callable[[list[V]], Flight],
+        start: Callable[[list[V]], Landing[W]],
         timeout: timedelta,
         max_size: int,
         weight: Callable[[V], int],
@@ -98,19 +107,19 @@ class _Logic(StatefulLogic[V, Any, list[V]]):
         self._depth = depth
         self._waiting: list[V] = held
         self._due: datetime | None = now() if held else None  # a resumed list goes at once
-        self._flights: deque[tuple[list[V], Flight]] = deque()
+        self._flights: deque[tuple[list[V], Landing[W]]] = deque()
 
-    def on_item(self, value: V) -> tuple[list, bool]:
+    def on_item(self, value: V) -> tuple[list[W], bool]:
         if not self._waiting:
             self._due = now() + self._timeout
         self._waiting.append(value)
         return self._step(), self._keep()
 
-    def on_notify(self) -> tuple[list, bool]:
+    def on_notify(self) -> tuple[list[W], bool]:
         return self._step(), self._keep()
 
-    def on_eof(self) -> tuple[list, bool]:
-        out: list = []
+    def on_eof(self) -> tuple[list[W], bool]:
+        out: list[W] = []
         while self._waiting:
             self._launch()
         while self._flights:
@@ -125,8 +134,8 @@ class _Logic(StatefulLogic[V, Any, list[V]]):
     def snapshot(self) -> list[V]:
         return [item for items, _ in self._flights for item in items] + self._waiting
 
-    def _step(self) -> list:
-        out: list = []
+    def _step(self) -> list[W]:
+        out: list[W] = []
         while self._flights and self._flights[0][1].ready():
             out += self._land()
             if self._waiting:  # they waited for the model: no reason to wait longer
@@ -153,7 +162,7 @@ class _Logic(StatefulLogic[V, Any, list[V]]):
         self._due = now() + self._timeout if self._waiting else None
         self._flights.append((items, self._start(items)))
 
-    def _land(self) -> list:
+    def _land(self) -> list[W]:
         _, flight = self._flights[0]
         out = flight.take()
         self._flights.popleft()  # after take: were it to raise, the snapshot keeps it
@@ -168,18 +177,18 @@ class _Logic(StatefulLogic[V, Any, list[V]]):
 def collect_and_launch(
     step_id: str,
     up: KeyedStream[V],
-    start: Callable[[list[V]], Flight],
+    start: Callable[[list[V]], Landing[W]],
     timeout: timedelta,
     max_size: int,
     weight: Callable[[V], int] = lambda _: 1,
     max_weight: int | None = None,
     depth: int = 2,
-) -> KeyedStream[Any]:
+) -> KeyedStream[W]:
     """Per key: collect items as ``op.collect`` does and ``start`` each collected list,
     ``depth`` of them in flight at most; a landed list's output is emitted item by item.
     A list is full at ``max_size`` items or at ``max_weight`` (their ``weight``s summed)."""
 
-    def build(resume: Any) -> _Logic[V]:
+    def build(resume: list[V] | None) -> _Logic[V, W]:
         held = list(getattr(resume, "acc", resume) or [])  # op.collect's _CollectState too
         return _Logic(held, start, timeout, max_size, weight, max_weight or max_size, depth)
 
