@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import httpx
 
@@ -36,37 +37,37 @@ def endpoint_url(base_url: str, path: str) -> str:
     return f"{base}/{path.lstrip('/')}"
 
 
-class JsonHttp:
-    """POST JSON, get JSON; retry what is worth retrying, raise typed errors otherwise.
+@dataclass(frozen=True, slots=True)
+class Failures:
+    """How one role's model fails: its error classes (an LLM failure reads as
+    LLMUnavailable, an embedding failure as EmbeddingUnavailable), and whether a timeout
+    is retried (an LLM that timed out once will usually time out again, and the caller's
+    budget is spent)."""
 
-    ``unavailable``/``timeout`` are the error classes for the caller's kind of model, so
-    an LLM failure reads as LLMUnavailable and an embedding failure as
-    EmbeddingUnavailable. Timeouts are retried only when ``retry_timeouts`` (an LLM that
-    timed out once will usually time out again, and the caller's budget is spent).
-    """
+    unavailable: type[ModelUnavailable]
+    timeout: type[ModelUnavailable]
+    retry_timeouts: bool = False
+
+
+class JsonHttp:
+    """POST JSON, get JSON; retry what is worth retrying, raise ``failures``' typed
+    errors otherwise."""
 
     def __init__(
         self,
         url: str,
+        failures: Failures,
         *,
         api_key: str = "",
         timeout_s: float,
         max_retries: int,
-        unavailable: type[ModelUnavailable],
-        timeout: type[ModelUnavailable],
-        retry_timeouts: bool = False,
         backoff_s: float = 0.5,
         client: httpx.Client | None = None,
     ) -> None:
         self.url = url
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self._unavailable = unavailable
-        self._timeout = timeout
-        self._retry_timeouts = retry_timeouts
+        self._failures = failures
         self._timeout_s = timeout_s
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._headers = headers
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._owns_client = client is None
         self._client = client or httpx.Client(timeout=httpx.Timeout(timeout_s))
         self._retrying = retrying(
@@ -100,15 +101,15 @@ class JsonHttp:
                 timeout=httpx.Timeout(self._timeout_s),
             )
         except httpx.TimeoutException as exc:
-            raise self._timeout(
+            raise self._failures.timeout(
                 f"no answer from {self.url} within {self._timeout_s:g}s ({type(exc).__name__})"
             ) from exc
         except httpx.TransportError as exc:
-            raise self._unavailable(
+            raise self._failures.unavailable(
                 f"cannot reach {self.url}: {type(exc).__name__}: {exc}"
             ) from exc
         if resp.status_code >= 400:
-            err = self._unavailable(
+            err = self._failures.unavailable(
                 f"{self.url} answered HTTP {resp.status_code}{_error_kind(resp)}",
                 status_code=resp.status_code,
             )
@@ -118,13 +119,13 @@ class JsonHttp:
 
     def _worth_retrying(self, exc: BaseException) -> bool:
         """A refused connection, a retryable status (429, 5xx, ...), and a timeout only
-        when ``retry_timeouts``; never a malformed answer or another 4xx."""
+        when ``failures.retry_timeouts``; never a malformed answer or another 4xx."""
         if not isinstance(exc, ModelUnavailable):
             return False
         if exc.status_code is not None:
             return exc.status_code in _RETRY_STATUS
         if isinstance(exc.__cause__, httpx.TimeoutException):
-            return self._retry_timeouts
+            return self._failures.retry_timeouts
         return True
 
     def _decode(self, resp: httpx.Response) -> dict[str, Any]:
@@ -137,6 +138,37 @@ class JsonHttp:
         if not isinstance(body, dict):
             raise MalformedOutput(f"{self.url} answered JSON that is not an object")
         return body
+
+
+class OpenAICompatible:
+    """What both OpenAI-compatible providers share: one :class:`JsonHttp` at the base
+    URL plus the role's ``PATH``, failing with the role's ``FAILURES``, and ``close``."""
+
+    PATH: ClassVar[str]
+    FAILURES: ClassVar[Failures]
+    _http: JsonHttp
+
+    def _connect(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout_s: float,
+        max_retries: int,
+        backoff_s: float,
+        client: httpx.Client | None,
+    ) -> None:
+        self._http = JsonHttp(
+            endpoint_url(base_url, self.PATH),
+            self.FAILURES,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+            client=client,
+        )
+
+    def close(self) -> None:
+        self._http.close()
 
 
 def _hint(exc: BaseException) -> float | None:

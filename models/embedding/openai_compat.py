@@ -12,11 +12,14 @@ import numpy as np
 
 from models.embedding.base import Embedder
 from models.errors import EmbeddingTimeout, EmbeddingUnavailable, MalformedOutput
-from models.http import JsonHttp, endpoint_url
+from models.http import Failures, OpenAICompatible
 
 
-class OpenAIEmbedder(Embedder):
+class OpenAIEmbedder(OpenAICompatible, Embedder):
     """Batches go out as one request each; order is restored from each item's index."""
+
+    PATH = "embeddings"
+    FAILURES = Failures(EmbeddingUnavailable, EmbeddingTimeout, retry_timeouts=True)
 
     def __init__(
         self,
@@ -34,24 +37,11 @@ class OpenAIEmbedder(Embedder):
     ) -> None:
         super().__init__(dim=dim, batch_size=batch_size, cache_size=cache_size)
         self._model = model
-        self._http = JsonHttp(
-            endpoint_url(base_url, "embeddings"),
-            api_key=api_key,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            unavailable=EmbeddingUnavailable,
-            timeout=EmbeddingTimeout,
-            retry_timeouts=True,
-            backoff_s=backoff_s,
-            client=client,
-        )
+        self._connect(base_url, api_key, timeout_s, max_retries, backoff_s, client)
 
     @property
     def name(self) -> str:
         return f"openai:{self._model}"
-
-    def close(self) -> None:
-        self._http.close()
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         body = self._http.post({"model": self._model, "input": texts})

@@ -12,13 +12,16 @@ from typing import Any
 import httpx
 
 from models.errors import LLMTimeout, LLMUnavailable, MalformedOutput
-from models.http import JsonHttp, endpoint_url
+from models.http import Failures, OpenAICompatible
 from models.llm.base import PromptedLLM
 from schemas.facts import ChatMessage
 
 
-class OpenAILLM(PromptedLLM):
+class OpenAILLM(OpenAICompatible, PromptedLLM):
     """Chat completions with JSON output; 5xx/429/connection errors retried, timeouts not."""
+
+    PATH = "chat/completions"
+    FAILURES = Failures(LLMUnavailable, LLMTimeout, retry_timeouts=False)
 
     def __init__(
         self,
@@ -34,24 +37,11 @@ class OpenAILLM(PromptedLLM):
     ) -> None:
         self._model = model
         self._json_mode = json_mode
-        self._http = JsonHttp(
-            endpoint_url(base_url, "chat/completions"),
-            api_key=api_key,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            unavailable=LLMUnavailable,
-            timeout=LLMTimeout,
-            retry_timeouts=False,
-            backoff_s=backoff_s,
-            client=client,
-        )
+        self._connect(base_url, api_key, timeout_s, max_retries, backoff_s, client)
 
     @property
     def name(self) -> str:
         return f"openai:{self._model or 'default'}"
-
-    def close(self) -> None:
-        self._http.close()
 
     def _complete(self, messages: list[ChatMessage]) -> str:
         payload: dict[str, Any] = {"messages": messages, "temperature": 0}
