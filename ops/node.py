@@ -31,6 +31,7 @@ from ops.heap import limit_arenas, start_trimmer
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.serving import api_base_url, server_config
+from recall_api.state import api_state
 from sinks.errors import ModelMismatch, StoreUnavailable
 from sinks.flow_health import RestartLog
 from sinks.keystore import check_bind
@@ -92,12 +93,11 @@ def _serve(settings: Settings, rt: Runtime) -> None:
     passes = LifecyclePasses(rt, KafkaVia(stores))  # periodic passes; stop with rt.stop
     passes.start()
     services = rt.services  # the API serves from the flows' stores, cache and embedder
-    app = create_app(settings, stores, services)
-    app.state.lifecycle_runner = passes.run  # POST /admin/v1/lifecycle/run
-    services.keep_live(app.state)
+    # POST /admin/v1/lifecycle/run runs the passes; the app's settings are kept live
+    app = create_app(settings, stores, services, lifecycle_runner=passes.run)
     # Writers in other processes (a standalone ingest, a second node) reach this
     # process's caches through memory.changes; its own writes are applied in-process.
-    follower = follow_changes(app.state, rt.cache, stores.kafka, rt.memories.origin)
+    follower = follow_changes(api_state(app), rt.cache, stores.kafka, rt.memories.origin)
     server = uvicorn.Server(server_config(app, settings))  # HTTPS when given a certificate
     started = time.monotonic()
     log.info(

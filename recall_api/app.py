@@ -13,6 +13,7 @@ from recall_api import export, health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
 from recall_api.routes import add, admin, console, manage, privacy, recall, session
+from recall_api.state import ApiState, LifecycleRunner, install
 from recall_api.text_rule import text_rule
 from sinks.services import Services
 from sinks.stores import Stores
@@ -56,25 +57,31 @@ class Trace:
             REQUESTS.labels(path, str(status)).inc()
 
 
-def create_app(settings: Settings, stores: Stores, services: Services | None = None) -> FastAPI:
-    """Build the app around already-opened stores (the node or a test owns their lifetime).
+def create_app(
+    settings: Settings,
+    stores: Stores,
+    services: Services | None = None,
+    *,
+    lifecycle_runner: LifecycleRunner | None = None,
+) -> FastAPI:
+    """Build the app around already-opened stores (the node or a test owns their lifetime),
+    with its one container (``recall_api.state.ApiState``, built here).
 
-    Without ``services`` only health, readiness and metrics are served.
+    Without ``services`` only health, readiness, metrics and admin are served;
+    ``lifecycle_runner``: the pass ``POST /admin/v1/lifecycle/run`` runs (the node's).
     """
     # every route, present and future: the text rule before any validation (40001)
     app = FastAPI(
         title="memstream", version="0.1.0", docs_url="/docs", dependencies=[Depends(text_rule)]
     )
-    app.state.settings = settings
-    app.state.stores = stores
-    app.state.services = services
+    install(app, ApiState.build(settings, stores, services, lifecycle_runner=lifecycle_runner))
     # an add's body is at most its event; the slack is for the JSON around the turns
     install_error_handlers(app, max_body_bytes=settings.max_event_bytes + 64 * 1024)
 
     app.add_middleware(Trace)  # outermost of ours: every envelope carries its trace id
 
     app.include_router(health.router)
-    app.include_router(admin.router)  # loopback only; needs app.state.lifecycle_runner
+    app.include_router(admin.router)  # loopback only; a pass needs the lifecycle runner
     if services is not None:
         export.start_sweeper(services)  # expired export files leave the disk
         app.include_router(add.router)

@@ -27,6 +27,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from core.logs import log_fields
+from recall_api.state import ApiState
 from schemas.events import TOPIC_CHANGES
 from schemas.tenants import DEFAULT_TENANT, UserKey, check_tenant
 from sinks.change_events import REFRESH_OP
@@ -183,25 +184,23 @@ def _weights(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def follow_changes(app_state: Any, cache: HotCache, bus: KafkaBus, origin: str) -> ChangesFollower:
+def follow_changes(api: ApiState, cache: HotCache, bus: KafkaBus, origin: str) -> ChangesFollower:
     """Start a follower that drops changed users from ``cache`` and the app's cold records."""
+    cold = None if api.recaller is None else api.recaller.cold
 
     def invalidate(user: UserKey) -> None:
         cache.invalidate(user.user_id, tenant=user.tenant)
-        recaller = getattr(app_state, "recaller", None)
-        if recaller is not None:
-            recaller.cold.invalidate(user.user_id, tenant=user.tenant)
+        if cold is not None:
+            cold.invalidate(user.user_id, tenant=user.tenant)
 
     def clear() -> None:
         cache.clear()
-        recaller = getattr(app_state, "recaller", None)
-        if recaller is not None:
-            recaller.cold.clear()
+        if cold is not None:
+            cold.clear()
 
     def refresh(user: UserKey, memory_id: str, fields: dict[str, Any]) -> bool:
-        recaller = getattr(app_state, "recaller", None)
-        if recaller is not None:  # rare (archive, as_of): no patching there
-            recaller.cold.invalidate(user.user_id, tenant=user.tenant)
+        if cold is not None:  # rare (archive, as_of): no patching there
+            cold.invalidate(user.user_id, tenant=user.tenant)
         return cache.refresh(user.user_id, memory_id, fields, tenant=user.tenant)
 
     return ChangesFollower(bus, origin, invalidate, clear, refresh).start()

@@ -1,4 +1,5 @@
-"""Dependencies declared once: services, settings and the caller's identity."""
+"""Dependencies declared once: the app's container, its services and recaller, and the
+caller's identity."""
 
 from __future__ import annotations
 
@@ -9,30 +10,41 @@ from starlette.concurrency import run_in_threadpool
 
 from recall_api.access import Caller
 from recall_api.errors import ApiError
-from recall_api.ratelimit import RateLimits, kind_of
+from recall_api.ratelimit import kind_of
+from recall_api.recall import Recaller
 from recall_api.routing import ROUTE_HEADER, check_route
+from recall_api.state import ApiState, api_state
 from schemas.errors import ErrorCode
-from sinks.keystore import KeyFile
 from sinks.services import Services
 
 
-def _services(request: Request) -> Services:
-    return request.app.state.services
+def _api(request: Request) -> ApiState:
+    return api_state(request.app)
+
+
+ApiDep = Annotated[ApiState, Depends(_api)]
+
+
+def _services(api: ApiDep) -> Services:
+    if api.services is None:  # only health and admin routes are mounted without them
+        raise ApiError(ErrorCode.UNAVAILABLE, "this process serves no memories")
+    return api.services
 
 
 ServicesDep = Annotated[Services, Depends(_services)]
 
 
-def key_file(state) -> KeyFile:
-    """The app's key file view, made on first use from its settings."""
-    found = getattr(state, "key_file", None)
-    if found is None:
-        found = state.key_file = KeyFile(state.settings)
-    return found
+def _recaller(api: ApiDep) -> Recaller:
+    if api.recaller is None:
+        raise ApiError(ErrorCode.UNAVAILABLE, "this process serves no memories")
+    return api.recaller
+
+
+RecallerDep = Annotated[Recaller, Depends(_recaller)]
 
 
 def caller_of(request: Request) -> Caller:
-    ring = key_file(request.app.state).ring
+    ring = api_state(request.app).keys.ring
     if ring.empty:
         return Caller.local()  # no key configured: the node listens on loopback only
     header = request.headers.get("authorization", "")
@@ -43,13 +55,6 @@ def caller_of(request: Request) -> Caller:
     caller = Caller.of(rec)
     request.state.caller = caller
     return caller
-
-
-def rate_limits(state) -> RateLimits:
-    found = getattr(state, "rate_limits", None)
-    if found is None:
-        found = state.rate_limits = RateLimits(state.settings)
-    return found
 
 
 async def _body_user(request: Request) -> int | None:
@@ -81,7 +86,7 @@ async def limited_caller(
     user = await _body_user(request) if caller.kid or route else None
     check_route(route, user)
     if caller.kid:
-        limiter = rate_limits(request.app.state)
+        limiter = api_state(request.app).rate_limits
         await run_in_threadpool(limiter.check, caller.kid, kind_of(request.url.path), user)
     return caller
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
@@ -12,8 +11,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from recall_api.errors import model_json
 from recall_api.metrics import READY
+from recall_api.state import api_state
 from schemas.api import Health
-from sinks.flow_health import LOOP_RESTARTS, LOOP_WINDOW_S, LoopWatch
+from sinks.flow_health import LOOP_RESTARTS, LOOP_WINDOW_S
 
 router = APIRouter(tags=["health"])
 
@@ -27,7 +27,7 @@ async def healthz() -> Response:
 @router.get("/readyz", response_model=Health, responses={503: {"model": Health}})
 async def readyz(request: Request) -> Response:
     """200 only when Kafka, Redis, ClickHouse and Milvus all answer."""
-    stores = request.app.state.stores
+    stores = api_state(request.app).stores
     started = time.perf_counter()
     checks = await asyncio.to_thread(stores.check)
     for name, ok in checks.items():
@@ -41,20 +41,11 @@ async def readyz(request: Request) -> Response:
     return model_json(body, status_code=200 if ok else 503)
 
 
-def ingest_watch(state: Any) -> LoopWatch:
-    """The app's view of the ingest flow's restarts (``sinks.flow_health``), made once."""
-    watch = getattr(state, "ingest_watch", None)
-    if watch is None:
-        stores = state.stores
-        watch = state.ingest_watch = LoopWatch(lambda: stores.redis.client)
-    return watch
-
-
 @router.get("/healthz/ingest", response_model=Health, responses={503: {"model": Health}})
 async def healthz_ingest(request: Request) -> Response:
     """503 while the ingest flow is crash-looping (>= 3 restarts in 5 minutes, in any
     process): adds are accepted by nobody then. Recall is unaffected (``/readyz``)."""
-    restarts = await asyncio.to_thread(ingest_watch(request.app.state).restarts)
+    restarts = await asyncio.to_thread(api_state(request.app).ingest_watch.restarts)
     looping = restarts >= LOOP_RESTARTS
     body = Health(
         status="crash_looping" if looping else "ok",

@@ -20,6 +20,7 @@ from models.factory import build_embedder
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.serving import server_config
+from recall_api.state import api_state
 from sinks.errors import ModelMismatch
 from sinks.keystore import check_bind
 from sinks.services import Services, open_services
@@ -48,10 +49,9 @@ def main() -> int:
 
 
 def _serve(settings: Settings, services: Services) -> None:
-    app = create_app(settings, services.stores, services)
-    services.keep_live(app.state)  # live thresholds
+    app = create_app(settings, services.stores, services)  # its settings kept live
     follower = follow_changes(
-        app.state, services.cache, services.stores.kafka, services.memories.origin
+        api_state(app), services.cache, services.stores.kafka, services.memories.origin
     )
     try:
         uvicorn.Server(server_config(app, settings)).run()  # HTTPS when given a certificate

@@ -396,17 +396,3 @@ class Recaller:
         ranked = rank_with(cands, p.top_k, s, **extra)
         got = records([r.memory_id for r in ranked])
         return [(got[r.memory_id], r) for r in ranked]
-
-
-_create_lock = threading.Lock()
-
-
-def recaller_for(state: Any, svc: Services) -> Recaller:
-    """The app's Recaller, built on first use (it subscribes to the write listener)."""
-    found = getattr(state, "recaller", None)
-    if found is None:
-        with _create_lock:
-            found = getattr(state, "recaller", None)
-            if found is None:
-                found = state.recaller = Recaller(svc)
-    return found

@@ -12,10 +12,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from fastapi import Request
-
-_MADE = threading.Lock()
-
 
 class TenantBusy(RuntimeError):
     """The tenant already runs a query."""
@@ -38,13 +34,3 @@ class TenantGate:
         finally:
             with self._lock:
                 self._running.discard(tenant)
-
-
-def gate_of(request: Request) -> TenantGate:
-    """The app's gate, made on first use."""
-    state = request.app.state
-    with _MADE:
-        gate = getattr(state, "sql_gate", None)
-        if gate is None:
-            gate = state.sql_gate = TenantGate()
-    return gate

@@ -54,6 +54,7 @@ from ops.bench.env import BenchStack, bench_stack, percentiles
 from ops.bench.sampler import ProcSampler
 from ops.procs import free_port
 from recall_api.app import create_app
+from recall_api.state import api_state
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT, UserKey
@@ -375,7 +376,9 @@ def bench_recall(
             drive(url, warm, min(clients, 4), 50.0, 3.0, key)
             asked = traffic(user_ids, 50_000, rng, zipf, session_len)
             bodies = [{"user_id": u, "query": _query(rng), "scope": scope} for u in asked]
-            batcher = app.state.recaller.batcher
+            recaller = api_state(app).recaller
+            assert recaller is not None  # served with the runtime's services
+            batcher = recaller.batcher
             cache = env.runtime.cache
             redis = env.stores.redis.client
             results, sent = _phases(url, bodies, 0, phases or [rate], clients, duration_s,

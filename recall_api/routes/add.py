@@ -7,13 +7,12 @@ import json
 import threading
 import time
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 from pydantic import ValidationError
 
 from recall_api.commands import run_command
-from recall_api.deps import CallerDep, ServicesDep
+from recall_api.deps import ApiDep, CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import OUTAGES, ApiError, ok, unavailable
-from recall_api.health import ingest_watch
 from recall_api.idempotency import (
     Idempotency,
     caller_identity,
@@ -21,7 +20,6 @@ from recall_api.idempotency import (
     new_request_id,
     scoped_id,
 )
-from recall_api.recall import recaller_for
 from schemas.api import Envelope
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent
@@ -64,7 +62,9 @@ def check_switch(svc: Services, user_id: int, app_id: str | None, tenant: str) -
 
 
 @router.post("/add", response_model=Envelope[AddAccepted])
-def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request) -> Response:
+def add(
+    body: AddRequest, api: ApiDep, svc: ServicesDep, recaller: RecallerDep, caller: CallerDep
+) -> Response:
     """Accept turns for extraction; answers at once with a task id to poll."""
     caller.check_write_scope(body.level, body.app_id)
     s = svc.settings
@@ -76,7 +76,7 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
                 ErrorCode.BAD_PARAMETER,
                 f"messages[{i}].content exceeds {s.max_message_bytes} bytes",
             )
-    if ingest_watch(request.app.state).looping():  # accepted now, it would not be stored
+    if api.ingest_watch.looping():  # accepted now, it would not be stored
         raise ApiError(
             ErrorCode.UNAVAILABLE,
             "the ingest flow is crash-looping (see GET /healthz/ingest): nothing was "
@@ -114,7 +114,7 @@ def add(body: AddRequest, svc: ServicesDep, caller: CallerDep, request: Request)
         record.remember(answer.model_dump())
         return ok(answer)
     deliver(svc, task_id, body, t, caller.kid, payload, request_id, record, answer)
-    recaller_for(request.app.state, svc).prefetch(body.user_id, t)  # a recall tends to follow
+    recaller.prefetch(body.user_id, t)  # a recall tends to follow
     return ok(answer)
 
 

@@ -4,8 +4,8 @@ API keys are configured only with an admin key (the CLI sends ``MEMSTREAM_API_KE
 ``POST /admin/v1/lifecycle/run {"now"?: ISO 8601, "users"?: [id, ...]}`` runs one
 lifecycle pass with that clock in the node that owns the stores (the CLI cannot open an
 embedded store the node holds) and answers its summary. The pass itself is injected
-by the process as ``app.state.lifecycle_runner`` (``(now, users) -> dict``): the API
-tier does not import the dataflows.
+by the process (``create_app(..., lifecycle_runner=)``, a ``recall_api.state.LifecycleRunner``):
+the API tier does not import the dataflows.
 
 ``GET /admin/v1/stats`` answers what the process holds: its Python heap, glibc malloc's
 totals, the hot cache's footprint and the ClickHouse engine's memory and threads
@@ -40,10 +40,10 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from core.sql_guard import SqlRefused
 from recall_api.access import Caller
-from recall_api.deps import caller_of
+from recall_api.deps import ApiDep, caller_of
 from recall_api.errors import ApiError, ok
 from recall_api.process_stats import process_stats
-from recall_api.sql_gate import TenantBusy, gate_of
+from recall_api.sql_gate import TenantBusy
 from schemas.api import Envelope
 from schemas.errors import ErrorCode
 from schemas.requests import LifecycleRunRequest, SqlRequest
@@ -72,33 +72,36 @@ LoopbackOnly = Annotated[Caller, Depends(_admin)]
 
 
 @router.post("/lifecycle/run", response_model=Envelope[LifecycleSummary])
-def lifecycle_run(body: LifecycleRunRequest, request: Request, caller: LoopbackOnly) -> Response:
+def lifecycle_run(body: LifecycleRunRequest, api: ApiDep, caller: LoopbackOnly) -> Response:
     """One lifecycle pass (archive, expiry, purge, reconcile) at ``now``; answers its summary."""
-    runner = getattr(request.app.state, "lifecycle_runner", None)
+    runner = api.lifecycle_runner
     if runner is None:
         raise ApiError(ErrorCode.UNAVAILABLE, "this process runs no lifecycle passes")
     now = body.now or datetime.now(UTC)
     now = now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-    scope = {} if caller.role is None else {"tenant": caller.tenant}  # a key: its tenant
-    return ok(LifecycleSummary.model_validate(runner(now=now, users=body.users, **scope)))
+    if caller.role is None:  # local mode: every tenant
+        summary = runner(now=now, users=body.users)
+    else:  # a key: its tenant
+        summary = runner(now=now, users=body.users, tenant=caller.tenant)
+    return ok(LifecycleSummary.model_validate(summary))
 
 
 @router.get("/stats", response_model=Envelope[ProcessStats])
-def stats(request: Request, _: LoopbackOnly) -> Response:
+def stats(api: ApiDep, _: LoopbackOnly) -> Response:
     """The process's heap, hot cache and ClickHouse engine figures (a soak's sampler)."""
-    data = process_stats(request.app.state.stores, request.app.state.services)
+    data = process_stats(api.stores, api.services)
     return ok(ProcessStats.model_validate(data))
 
 
 @router.post("/sql", response_model=Envelope[SqlResult])
-def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> Response:
+def sql(body: SqlRequest, api: ApiDep, caller: LoopbackOnly) -> Response:
     """Read-only SQL on the ClickHouse store; any write is refused by ClickHouse itself."""
-    store = request.app.state.stores.clickhouse
+    store = api.stores.clickhouse
     tenant = None if caller.role is None else caller.tenant
-    timeout_s = request.app.state.settings.sql_timeout_s
+    timeout_s = api.settings.sql_timeout_s
     wait = math.ceil(timeout_s)  # a running query ends within its time limit
     try:
-        with gate_of(request).hold(tenant):
+        with api.sql_gate.hold(tenant):
             columns, rows = store.query_readonly(
                 body.query, body.max_rows, tenant=tenant, timeout_s=timeout_s
             )
@@ -113,4 +116,4 @@ def sql(body: SqlRequest, request: Request, caller: LoopbackOnly) -> Response:
         raise ApiError(ErrorCode.BAD_PARAMETER, f"query refused: {exc}") from None
     except SqlFailed as exc:  # ClickHouse's reason, by code: its message quotes the SQL
         raise ApiError(ErrorCode.BAD_PARAMETER, f"query failed: {exc}") from None
-    return ok(SqlResult(columns=columns, rows=rows))
+    return ok(SqlResult(columns=columns, rows=[list(r) for r in rows]))

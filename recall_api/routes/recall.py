@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 
 from core.ranking import Ranked, within_budget
 from core.scope import ScopeRequest
-from recall_api.deps import CallerDep, ServicesDep
+from recall_api.deps import CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
-from recall_api.recall import RecallParams, recaller_for
+from recall_api.recall import RecallParams
 from schemas.api import Envelope
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
@@ -65,8 +65,8 @@ def recall_params(
 async def recall(
     body: RecallRequest,
     svc: ServicesDep,
+    recaller: RecallerDep,
     caller: CallerDep,
-    request: Request,
 ) -> Response:
     """The memories relevant to ``query`` that the scope allows, best first."""
     caller.check_app(body.scope.app_id)
@@ -74,7 +74,6 @@ async def recall(
         raise ApiError(
             ErrorCode.UNAUTHENTICATED, "an app key must name its app_id with a session_id"
         )
-    recaller = recaller_for(request.app.state, svc)
     s = svc.settings
     params = recall_params(body, s.default_top_k, s.recall_timeout_ms, caller.tenant)
     hits = await recaller.recall(params)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 
 from recall_api.commands import run_command
-from recall_api.deps import CallerDep, ServicesDep
+from recall_api.deps import CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import ok
-from recall_api.recall import recaller_for
 from schemas.api import Envelope
 from schemas.requests import SessionCloseRequest
 from schemas.responses import SessionClosed
@@ -17,7 +16,7 @@ router = APIRouter(prefix="/memory/v1", tags=["session"])
 
 @router.post("/session/close", response_model=Envelope[SessionClosed])
 async def close(
-    body: SessionCloseRequest, svc: ServicesDep, caller: CallerDep, request: Request
+    body: SessionCloseRequest, svc: ServicesDep, recaller: RecallerDep, caller: CallerDep
 ) -> Response:
     caller.check_write_scope("SESSION", body.app_id)
     payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
@@ -31,5 +30,5 @@ async def close(
         caller=caller,
     )
     # applied: the next session's first recall finds the user loaded
-    recaller_for(request.app.state, svc).prefetch(body.user_id, caller.tenant)
+    recaller.prefetch(body.user_id, caller.tenant)
     return ok(SessionClosed.model_validate(data))

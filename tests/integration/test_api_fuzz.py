@@ -20,6 +20,8 @@ import hypothesis.errors
 import pytest
 import schemathesis
 
+from recall_api.state import api_state
+
 pytestmark = pytest.mark.integration
 
 # override for a longer hunt: FUZZ_EXAMPLES=200 pytest tests/integration/test_api_fuzz.py
@@ -38,8 +40,8 @@ def fuzz_app(api, runtime, ingest, stores):
         # A real pass, but never over every user: other tests' memories share the store.
         return passes.run(now=now, users=(users or [])[:20])
 
-    app = create_app(runtime.settings, stores, api.app.state.services)
-    app.state.lifecycle_runner = lifecycle_runner
+    app = create_app(runtime.settings, stores, api_state(api.app).services)
+    api_state(app).lifecycle_runner = lifecycle_runner
     return app
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from recall_api import health
 from recall_api.app import create_app
 from recall_api.routes import add, admin, console, manage, privacy, recall, session
+from recall_api.state import api_state
 from schemas.api import Envelope
 
 pytestmark = pytest.mark.integration
@@ -105,10 +106,12 @@ def test_real_answers_validate_against_their_declared_model(
     from dataflows.lifecycle.schedule import LifecyclePasses
     from dataflows.lifecycle.submit import KafkaVia
 
-    app = create_app(runtime.settings, stores, api.app.state.services)
+    app = create_app(runtime.settings, stores, api_state(api.app).services)
     passes = LifecyclePasses(runtime, KafkaVia(stores))
     # a real pass, over this test's user only (other tests' memories share the store)
-    app.state.lifecycle_runner = lambda now, users, **scope: passes.run(now, [user_id], **scope)
+    api_state(app).lifecycle_runner = lambda now, users, **scope: passes.run(
+        now, [user_id], **scope
+    )
     call = Checked(TestClient(app, client=("127.0.0.1", 40000)))  # loopback: admin too
     u = user_id
 

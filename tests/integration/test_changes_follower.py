@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from core.write_batch import WriteBatch
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
+from recall_api.state import api_state
 from schemas.enums import Status
 from sinks.services import Services
 from tests.helpers.waiting import wait_for
@@ -28,7 +29,9 @@ pytestmark = pytest.mark.integration
 def process_a(settings, stores, embedder):
     services = Services.build(settings, stores, embedder=embedder)
     app = create_app(settings, stores, services)
-    follower = follow_changes(app.state, services.cache, stores.kafka, services.memories.origin)
+    follower = follow_changes(
+        api_state(app), services.cache, stores.kafka, services.memories.origin
+    )
     assert follower.live.wait(30), "the follower never reached memory.changes"
     with TestClient(app) as client:
         yield client, services, follower

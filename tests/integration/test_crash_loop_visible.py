@@ -8,19 +8,26 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from sinks.flow_health import RestartLog, restarts_key
+from recall_api.state import api_state
+from sinks.flow_health import LoopWatch, RestartLog, restarts_key
 
 pytestmark = pytest.mark.integration
+
+
+def fresh_watch(api) -> None:
+    """A new crash-loop watch: the app's keeps its last answer for a second."""
+    state = api_state(api.app)
+    state.ingest_watch = LoopWatch(lambda: state.stores.redis.client)
 
 
 @pytest.fixture
 def looping(api, stores):
     client = stores.redis.client
     client.delete(restarts_key("ingest"))
-    api.app.state.ingest_watch = None  # no cached answer from an earlier test
+    fresh_watch(api)  # no cached answer from an earlier test
     yield RestartLog("ingest", client)
     client.delete(restarts_key("ingest"))
-    api.app.state.ingest_watch = None
+    fresh_watch(api)
 
 
 def _add(api, user_id: int):
@@ -33,7 +40,7 @@ def _add(api, user_id: int):
 def test_three_restarts_in_five_minutes_show_as_a_crash_loop(api, looping, user_id) -> None:
     looping.restarted()
     looping.restarted()
-    api.app.state.ingest_watch = None
+    fresh_watch(api)
     health = api.get("/healthz/ingest")
     assert health.status_code == 200
     assert health.json()["checks"]["restarts"] == 2
@@ -43,7 +50,7 @@ def test_three_restarts_in_five_minutes_show_as_a_crash_loop(api, looping, user_
     assert looping.looping()
     value = REGISTRY.get_sample_value("memstream_flow_crash_looping", {"flow": "ingest"})
     assert value == 1.0
-    api.app.state.ingest_watch = None
+    fresh_watch(api)
     health = api.get("/healthz/ingest")
     assert health.status_code == 503
     assert health.json()["status"] == "crash_looping"

@@ -26,6 +26,7 @@ from bytewax.connectors.kafka import KafkaSourceMessage
 from bytewax.testing import TestingSource
 from confluent_kafka import Consumer, TopicPartition
 
+from recall_api.state import api_state
 from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS, TOPIC_DLQ
 from sinks.crypto import DecryptionError
 from sinks.keyring import KeyRing
@@ -263,7 +264,7 @@ def test_purge_leaves_no_copy_that_opens(api, runtime, ingest, settings, stores,
 def test_export_file_is_sealed_and_deleted_when_its_link_expires(api, ingest, user_id):
     from recall_api import export
 
-    svc = api.app.state.services
+    svc = api_state(api.app).services
     body = {"user_id": user_id, "content": f"zqexp{user_id} is my locker"}
     assert api.post("/memory/v1/add_structured", json=body).json()["code"] == 0
     export_id = api.post("/memory/v1/export", json={"user_id": user_id}).json()["data"]["export_id"]

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 
 from recall_api.errors import install_error_handlers
 from recall_api.routes import admin
+from recall_api.state import ApiState, install
 from sinks.change_events import milvus_row
 from sinks.milvus import MilvusStore
 from tests.helpers.lifecycle import record
@@ -26,9 +27,7 @@ def test_the_engine_reports_its_memory_caches_and_threads(stores) -> None:
 
 def test_a_loopback_admin_reads_the_process_heap_and_the_engine(settings, stores) -> None:
     app = FastAPI()
-    app.state.settings = settings
-    app.state.stores = stores
-    app.state.services = None
+    install(app, ApiState.build(settings, stores))
     install_error_handlers(app)
     app.include_router(admin.router)
     body = TestClient(app, client=("127.0.0.1", 40000)).get("/admin/v1/stats").json()

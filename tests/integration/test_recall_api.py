@@ -14,6 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from core.hashing import content_hash
 from core.write_batch import WriteBatch
 from recall_api.breaker import BreakerState, CircuitBreaker
+from recall_api.state import api_state
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.events import TOPIC_RECALL_HITS
 from schemas.memory import MemoryRecord
@@ -245,7 +246,7 @@ def test_milvus_hanging_answers_50401_in_time_and_opens_the_breaker(
 ):
     mem = seed(runtime, record(user_id, "I collect vintage stamps"))[0]
     assert ids(recall(api, user_id, "stamps")) == [mem.memory_id]  # loads the hot cache
-    recaller = api.app.state.recaller
+    recaller = api_state(api.app).recaller
     monkeypatch.setattr(recaller, "breaker", CircuitBreaker(failures=3, window_s=30, open_s=30))
 
     def hang(*args, **kwargs):
@@ -308,11 +309,9 @@ def test_a_cold_users_query_is_embedded_while_the_user_loads(api, runtime, user_
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from recall_api.recall import recaller_for
-
     mem = seed(runtime, record(user_id, "My sister lives in Lisbon"))[0]
     runtime.cache.invalidate(user_id, tenant="default")
-    batcher = recaller_for(api.app.state, api.app.state.services).batcher
+    batcher = api_state(api.app).recaller.batcher
     query = f"where does my sister live {uuid.uuid4().hex[:6]}"  # never cached
     release, seen = threading.Event(), []
     load = runtime.cache._load_many
@@ -396,11 +395,9 @@ def test_a_cold_recall_that_times_out_first_does_not_fail_the_others_waiting(
 
 def test_an_add_loads_an_uncached_user_in_the_background(api, runtime, user_id):
     """add (and session/close) prefetch the user: the recall that tends to follow is hot."""
-    from recall_api.recall import recaller_for
-
     seed(runtime, record(user_id, "I keep bees on the roof"))
     runtime.cache.invalidate(user_id, tenant="default")
-    recaller = recaller_for(api.app.state, api.app.state.services)
+    recaller = api_state(api.app).recaller
     before = recaller.prefetched
     body = {"user_id": user_id, "messages": [{"role": "user", "content": "I also grow tomatoes"}]}
     assert api.post("/memory/v1/add", json=body).json()["code"] == 0

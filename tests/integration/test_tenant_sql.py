@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from recall_api.state import api_state
 from sinks import keystore
 from tests.helpers.api_client import api_client
 
@@ -103,7 +104,7 @@ def test_every_escape_of_the_security_test_answers_40001_naming_what_it_refused(
 ):
     user_id, ids = seeded
     theirs = ids["t2" if who == "t1_admin" else "t1"]
-    db = http.app.state.stores.clickhouse.database
+    db = api_state(http.app).stores.clickhouse.database
     for query, refused in escapes(db):
         got = call(http, keys, who, "/admin/v1/sql", {"query": query})
         assert got["code"] == 40001 and got["data"] is None, (query, got)
@@ -135,7 +136,7 @@ def allowed(db: str, user_id: int, m1: str, m2: str) -> list[str]:
 def test_every_allowed_spelling_answers_the_callers_rows_only(http, keys, seeded, who):
     user_id, ids = seeded
     tenant = who[:2]
-    db = http.app.state.stores.clickhouse.database
+    db = api_state(http.app).stores.clickhouse.database
     for query in allowed(db, user_id, ids["t1"], ids["t2"]):
         rows = ok(call(http, keys, who, "/admin/v1/sql", {"query": query}))["rows"]
         assert rows and {tuple(r) for r in rows} == {(ids[tenant], tenant)}, (query, rows)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import pytest
 from confluent_kafka import Producer
 
+from recall_api.state import api_state
 from schemas.enums import Status
 from sinks import keystore
 from tests.helpers.api_client import api_client
@@ -146,7 +147,9 @@ def test_the_same_user_in_two_tenants_is_two_people(http, keys, user_id):
 
     # the durable rows carry the tenant (what analysts query)
     for tenant, mine in (("t1", m1), ("t2", m2)):
-        (rec,) = wait_for(lambda t=tenant: http.app.state.services.memories.load(user_id, tenant=t))
+        (rec,) = wait_for(
+            lambda t=tenant: api_state(http.app).services.memories.load(user_id, tenant=t)
+        )
         assert rec.memory_id == mine and rec.tenant_id == tenant
 
 
@@ -194,7 +197,7 @@ def test_a_purge_in_t2_leaves_t1_intact_and_readable(http, keys, user_id):
     )
     assert hist["memory"]["content"] == T1_TEA and hist["memory"]["status"] == "ACTIVE"
     assert [c["content_after"] for c in hist["changes"]] == [T1_TEA]
-    keyring = http.app.state.services.memories.cipher
+    keyring = api_state(http.app).services.memories.cipher
     assert keyring.current(user_id, "t1") is not None
 
     # t2's user can start again, with a fresh key
@@ -245,7 +248,7 @@ def test_switches_and_tasks_are_per_tenant(http, keys, user_id):
 def test_admin_sql_and_export_status_stay_in_the_tenant(http, keys, user_id):
     m1 = write(http, keys, "t1_app", user_id, T1_TEA)
     m2 = write(http, keys, "t2_app", user_id, T2_TEA)
-    db = http.app.state.stores.clickhouse.database
+    db = api_state(http.app).stores.clickhouse.database
     for who, mine, theirs in (("t1_admin", m1, m2), ("t2_admin", m2, m1)):
         for table in (f"{db}.memories", f"{db}.memory_changelog"):
             got = ok(call(http, keys, who, "/admin/v1/sql",
@@ -328,7 +331,7 @@ def test_recall_hits_recover_the_recalled_tenants_memory_only(http, keys, lifecy
     m1 = write(http, keys, "t1_app", user_id, T1_TEA)
     m2 = write(http, keys, "t2_app", user_id, T2_TEA)
     assert [m["memory_id"] for m in recall(http, keys, "t2_app", user_id)] == [m2]
-    mem = http.app.state.services.memories
+    mem = api_state(http.app).services.memories
 
     def counted():
         (rec,) = mem.load(user_id, memory_ids=[m2], tenant="t2")
@@ -354,7 +357,7 @@ SUMMARY = {
 
 def test_an_admin_keys_lifecycle_pass_covers_its_tenant(http, keys, user_id):
     asked = []
-    http.app.state.lifecycle_runner = lambda **kw: asked.append(kw) or SUMMARY
+    api_state(http.app).lifecycle_runner = lambda **kw: asked.append(kw) or SUMMARY
     try:
         for who, tenant in (("t2_admin", "t2"), ("default_admin", "default")):
             got = call(http, keys, who, "/admin/v1/lifecycle/run", {"users": [user_id]})
@@ -362,4 +365,4 @@ def test_an_admin_keys_lifecycle_pass_covers_its_tenant(http, keys, user_id):
             seen = asked.pop()
             assert seen["tenant"] == tenant and seen["users"] == [user_id], seen
     finally:
-        del http.app.state.lifecycle_runner
+        api_state(http.app).lifecycle_runner = None

@@ -80,7 +80,7 @@ def answer_all(
     answers at the default min_relevance, and what was deleted."""
     asked = [q for q in data.questions() if q.type != "deleted"]
     app, server, thread, url = serve_api(env)
-    services, base = app.state.services, env.settings
+    services, base = env.runtime.services, env.settings
     order = modes(base.recall_fusion)
     settings = {mode: base.model_copy(update={"recall_fusion": mode}) for mode in order}
     ours: dict[str, dict[str, Answer]]

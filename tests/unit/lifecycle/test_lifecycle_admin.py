@@ -11,6 +11,8 @@ from fastapi.testclient import TestClient
 from core.settings import Settings
 from recall_api.errors import install_error_handlers
 from recall_api.routes import admin
+from recall_api.state import ApiState, install
+from sinks.stores import Stores
 
 # a pass's summary (``schemas.responses.LifecycleSummary``), as the runner answers it
 SUMMARY = {
@@ -32,11 +34,12 @@ SUMMARY = {
 
 def _app(runner=None) -> FastAPI:
     app = FastAPI()
-    app.state.settings = Settings(api_keys_file=Path("/nonexistent/memstream/api_keys.json"))
+    settings = Settings(api_keys_file=Path("/nonexistent/memstream/api_keys.json"))
+    state = install(app, ApiState.build(settings, Stores.from_settings(settings)))
     install_error_handlers(app)
     app.include_router(admin.router)
     if runner is not None:
-        app.state.lifecycle_runner = runner
+        state.lifecycle_runner = runner
     return app
 
 
