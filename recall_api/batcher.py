@@ -22,7 +22,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from core import metrics
-from core.seams import EmbedderLike
+from core.seams import EmbedderLike, QueryVectors
 from models.embedding.base import QueryCache
 
 
@@ -37,10 +37,10 @@ class QueryBatcher:
         self.embedder = embedder
         self.window_s = window_ms / 1000.0
         self.max_batch = max(1, max_batch)
-        cache: QueryCache | None = getattr(embedder, "query_cache", None)
+        cache = embedder.query_cache  # the seam's: one query-vector cache, not two
         if cache is None and cache_size > 0:
             cache = QueryCache(cache_size)
-        self._cache = cache
+        self._cache: QueryVectors | None = cache
         self._hits_lock = threading.Lock()
         self._queue: queue.SimpleQueue[tuple[str, Future[np.ndarray]] | None] = queue.SimpleQueue()
         self.calls = 0  # model calls made (for the bench report)

@@ -89,6 +89,8 @@ def test_freshness_observes_known_event_times_only() -> None:
 
 
 class Embedder:
+    query_cache = None  # keeps none: the batcher makes its own
+
     def embed_query(self, text: str) -> np.ndarray:
         return np.ones(4, dtype=np.float32) / 2
 

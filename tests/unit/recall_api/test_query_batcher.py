@@ -18,6 +18,8 @@ class FakeEmbedder:
     Like e5, it embeds a question (``embed_queries``) differently from a stored text.
     """
 
+    query_cache = None  # keeps none: the batcher makes its own
+
     def __init__(self, delay: float = 0.01) -> None:
         self.delay = delay
         self.calls: list[list[str]] = []
