@@ -35,13 +35,7 @@ def _query(query: str, max_rows: int) -> tuple[list[str], list[list]]:
     if s.clickhouse_url.startswith(("http://", "https://")):
         from sinks.clickhouse import ClickHouseStore
 
-        store = ClickHouseStore(
-            s.clickhouse_url,
-            s.clickhouse_database,
-            s.clickhouse_user,
-            s.clickhouse_password.get_secret_value(),
-            s.clickhouse_cluster,
-        )
+        store = ClickHouseStore.from_settings(s)  # the server clickhouse_url names
         store.connect()
         columns, rows = store.query_readonly(query, max_rows, timeout_s=s.sql_timeout_s)
         return columns, [list(r) for r in rows]

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 import clickhouse_connect
 
+from core.settings import Settings
 from core.sql_guard import one_statement, tenant_sql
 from core.sql_limits import limit_settings, safe_error
 from schemas.ch_layout import CLUSTER_SETTINGS, Layout
@@ -171,6 +172,17 @@ class ClickHouseStore:
         self._lock = threading.Lock()
         self._settings = dict(CLUSTER_SETTINGS) if cluster else None  # sent with every call
         self._sql: SqlSessions | None = None  # analysts' SQL: clients of its own
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> ClickHouseStore:
+        """The store ``s`` names: its server (``clickhouse_url``), else the embedded chDB."""
+        return cls(
+            s.clickhouse_target,
+            s.clickhouse_database,
+            s.clickhouse_user,
+            s.clickhouse_password.get_secret_value(),
+            s.clickhouse_cluster,
+        )
 
     @property
     def embedded(self) -> bool:

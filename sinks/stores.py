@@ -25,13 +25,7 @@ class Stores:
     @classmethod
     def from_settings(cls, s: Settings) -> Stores:
         return cls(
-            clickhouse=ClickHouseStore(
-                s.clickhouse_target,
-                s.clickhouse_database,
-                s.clickhouse_user,
-                s.clickhouse_password.get_secret_value(),
-                s.clickhouse_cluster,
-            ),
+            clickhouse=ClickHouseStore.from_settings(s),
             milvus=MilvusStore(
                 s.milvus_target,
                 s.milvus_collection,
