@@ -1,4 +1,5 @@
-"""The node process: the API and both dataflows in one process (DESIGN §1).
+"""The node process: the API and both dataflows in one process
+(docs/architecture.md#processes-and-data-flow).
 
 One process because chDB and Milvus Lite each lock their data dir. Started by
 ``memstream up`` as ``python -m ops.node DATA_DIR``; runs until SIGTERM. If Kafka is
