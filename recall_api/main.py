@@ -1,4 +1,5 @@
-"""An API-only process: ``python -m recall_api.main`` (the recall tier of DESIGN §1).
+"""An API-only process: ``python -m recall_api.main`` (the recall tier of
+docs/architecture.md#processes-and-data-flow).
 
 For the distributed deployment, where the ingest and lifecycle dataflows run as their
 own Bytewax processes against the same Kafka, ClickHouse server, Milvus and Redis: this
