@@ -1,4 +1,5 @@
-"""Recall orchestration (DESIGN §1, §6, §7): switches → scope → embed → search → rank.
+"""Recall orchestration (docs/architecture.md#the-recall-path): switches → scope → embed →
+search → rank.
 
 Two paths, one predicate (``core.scope``), one ranking (``core.ranking``):
 
