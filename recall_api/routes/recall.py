@@ -1,4 +1,4 @@
-"""``POST /memory/v1/recall`` — the request of the design document's chapter 5, plus
+"""``POST /memory/v1/recall`` — the request of docs/api.md#recall, plus
 ``scope.session_id``, ``as_of``, ``max_chars`` (the agent's context budget: of the top
 ``top_k``, the best-ranked memories that fit whole, in rank order, with ``chars_used``
 in the answer) and ``record_hit`` (false: the recall is not counted as a hit, for
