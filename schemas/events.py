@@ -97,7 +97,7 @@ class ChangeEvent(Frozen):
     op: str
     memory_id: str
     user_id: int
-    scope: dict[str, Any]
+    scope: dict[str, str | None]  # level, app_id
     at: datetime
     change_id: str | None = None
     task_id: str | None = None

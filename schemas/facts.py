@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import date
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -64,7 +64,7 @@ class Similar(NamedTuple):
 
 
 # What ``decide`` accepts of a similar memory: a ``Similar`` or a plain (id, text[, score]).
-SimilarLike = Similar | tuple[Any, ...]
+SimilarLike = Similar | tuple[str, str] | tuple[str, str, float | None]
 
 
 class Decision(BaseModel):
@@ -112,7 +112,7 @@ class DecisionResult(BaseModel):
     reason: str | None = None
 
 
-def as_similar(items: Iterable[Similar | tuple[Any, ...] | list[Any]]) -> list[Similar]:
+def as_similar(items: Iterable[SimilarLike]) -> list[Similar]:
     """Normalize ``[(id, text)]`` / ``[(id, text, score)]`` / ``[Similar]`` to Similar."""
     out: list[Similar] = []
     for item in items:

@@ -15,9 +15,11 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
+
+from schemas.json_types import JsonObject, JsonValue
 
 UINT64_MAX = 2**64 - 1
 MAX_TAGS_DEPTH = 8  # {"a": {"b": 1}} is depth 2; deeper trees broke JSON codecs downstream
@@ -72,7 +74,7 @@ def check_id_text(value: str, what: str = "an id") -> str:
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
 
-def _step(path: str, key: Any) -> str:
+def _step(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
     if _NAME.fullmatch(key):
@@ -81,12 +83,12 @@ def _step(path: str, key: Any) -> str:
     return f"{path}[{shown}]"
 
 
-def first_bad_text(data: Any, root: str = "") -> str | None:
+def first_bad_text(data: object, root: str = "") -> str | None:
     """``"<json path>: <problem>"`` for the first string of decoded JSON ``data`` (keys
     included) that breaks the text rule, None when none does. Runs before any model
     validation, so every field, nested or not, is covered by this one walk; the answer
     never quotes the bad string, only where it is (it goes into DLQ headers and logs)."""
-    stack: list[tuple[Any, str]] = [(data, root)]
+    stack: list[tuple[object, str]] = [(data, root)]
     while stack:
         node, path = stack.pop()
         if isinstance(node, str):
@@ -156,13 +158,13 @@ def not_blank(value: str) -> str:
 Content = Annotated[str, AfterValidator(not_blank)]
 
 
-def json_depth(value: Any) -> int:
+def json_depth(value: object) -> int:
     """Nesting depth of a JSON-like value (scalars 0, ``{}``/``[]`` 1), without recursion."""
     deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
-        children: Iterable[Any]
+        children: Iterable[object]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list | tuple):
@@ -184,10 +186,10 @@ def json_depth(value: Any) -> int:
 TAG_INT_MIN, TAG_INT_MAX = -(2**63), 2**63 - 1
 
 
-def check_tag_values(tags: dict[str, Any]) -> None:
+def check_tag_values(tags: JsonObject) -> None:
     """Refuse what the stores would not give back unchanged: NaN and ±Infinity (stored as
     null) and integers outside ``TAG_INT_MIN .. TAG_INT_MAX`` (read back as floats)."""
-    stack: list[Any] = [tags]
+    stack: list[object] = [tags]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
@@ -202,7 +204,7 @@ def check_tag_values(tags: dict[str, Any]) -> None:
             )
 
 
-def check_tags(tags: dict[str, Any]) -> dict[str, Any]:
+def check_tags(tags: JsonObject) -> JsonObject:
     for key in tags:
         check_scope_text(key, "a custom_tags key")
     depth = json_depth(tags)
@@ -218,7 +220,7 @@ def check_tags(tags: dict[str, Any]) -> dict[str, Any]:
     return tags
 
 
-def clip_tags(tags: dict[str, Any]) -> dict[str, Any]:
+def clip_tags(tags: JsonObject) -> JsonObject:
     """``tags`` cut at ``MAX_TAGS_DEPTH``: a subtree that reaches deeper becomes its JSON text.
 
     For tags stored before the limit existed (older nodes took ~250 levels, which later
@@ -227,28 +229,21 @@ def clip_tags(tags: dict[str, Any]) -> dict[str, Any]:
     """
     if json_depth(tags) <= MAX_TAGS_DEPTH:
         return tags
-    clipped: dict[str, Any] = _clip(tags, 1)
-    return clipped
+    return {k: _clip(child, 1) for k, child in tags.items()}
 
 
-def _clip(node: Any, level: int) -> Any:
-    items: Iterable[tuple[Any, Any]]
+def _clip(node: JsonValue, level: int) -> JsonValue:
+    """``node``, a child at ``level``: as JSON text where it would reach deeper."""
+    if isinstance(node, dict | list) and level >= MAX_TAGS_DEPTH:
+        return json.dumps(node, ensure_ascii=False, separators=(",", ":"), default=str)
     if isinstance(node, dict):
-        items = node.items()
-    elif isinstance(node, list):
-        items = enumerate(node)
-    else:
-        return node
-    out: dict[Any, Any] = {}
-    for k, child in items:
-        if isinstance(child, dict | list) and level >= MAX_TAGS_DEPTH:
-            out[k] = json.dumps(child, ensure_ascii=False, separators=(",", ":"), default=str)
-        else:
-            out[k] = _clip(child, level + 1)
-    return out if isinstance(node, dict) else list(out.values())
+        return {k: _clip(child, level + 1) for k, child in node.items()}
+    if isinstance(node, list):
+        return [_clip(child, level + 1) for child in node]
+    return node
 
 
-CustomTags = Annotated[dict[str, Any], AfterValidator(check_tags)]
+CustomTags = Annotated[JsonObject, AfterValidator(check_tags)]
 
 
 # What the stores can hold: ClickHouse DateTime64 spans 1900-01-01 .. 2299-12-31.

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+from schemas.json_types import JsonObject
 from schemas.tenants import DEFAULT_TENANT
 
 
@@ -46,7 +46,7 @@ class MemoryRecord:
     # Every source turn: more than one for a consolidated memory; empty means just
     # ``source_msg_id`` (see ``msg_ids``).
     source_msg_ids: list[str] = field(default_factory=list)
-    custom_tags: dict[str, Any] = field(default_factory=dict)
+    custom_tags: JsonObject = field(default_factory=dict)
     version: int = 0
     tenant_id: str = DEFAULT_TENANT  # with user_id, the person (schemas.tenants)
 
@@ -81,5 +81,5 @@ class ChangeRecord:
     tenant_id: str = DEFAULT_TENANT
 
 
-def tags_json(tags: dict[str, Any]) -> str:
+def tags_json(tags: JsonObject) -> str:
     return json.dumps(tags, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+from schemas.json_types import JsonObject
 
 if TYPE_CHECKING:
     from schemas.memory import ChangeRecord, MemoryRecord
@@ -94,7 +95,7 @@ class StructuredAdded(_Data):
 
     memory_id: str
     duplicate: bool = False
-    evicted: Any = None
+    evicted: int | None = None
 
 
 class RecalledMemory(_Data):
@@ -113,7 +114,7 @@ class RecalledMemory(_Data):
     created_at: datetime | None = None
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
-    custom_tags: dict[str, Any] = Field(default_factory=dict)
+    custom_tags: JsonObject = Field(default_factory=dict)
     source: Source = Field(default_factory=Source)
 
 
@@ -152,7 +153,7 @@ class Memory(_Data):
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     superseded_by: str | None = None
-    custom_tags: dict[str, Any] = Field(default_factory=dict)
+    custom_tags: JsonObject = Field(default_factory=dict)
     source: Source = Field(default_factory=Source)
 
     @classmethod
@@ -329,11 +330,11 @@ class ProcessStats(_Data):
     """``/admin/v1/stats``: the process's Python heap and memo tables, its hot cache
     (API processes), its ClickHouse engine and embedded Milvus Lite's segments."""
 
-    python: dict[str, Any]
+    python: JsonObject
     lru_caches: dict[str, dict[str, int | None]]
     hot_cache: dict[str, int] | None = None
-    clickhouse: dict[str, Any]
-    milvus: dict[str, Any]
+    clickhouse: dict[str, int]
+    milvus: dict[str, int]
 
 
 class SqlResult(_Data):
