@@ -71,7 +71,7 @@ class KeyRecord:
     def active(self) -> bool:
         return self.revoked_at is None
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         """What ``keys list`` shows: everything but the digest."""
         return {
             "kid": self.kid,
@@ -84,7 +84,7 @@ class KeyRecord:
             "note": self.note,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {**self.public(), "digest": self.digest}
 
     @classmethod

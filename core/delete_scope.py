@@ -14,15 +14,18 @@ Pure: no I/O, plain values in, a bool out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from schemas.enums import Level
 from schemas.payloads import DeletePayload, DeleteScopeSpec
 
+# An app key's reach: its apps, and whether it may change GLOBAL memories.
+Grant = TypedDict("Grant", {"apps": Iterable[str], "global": bool})
 
-def allowed(level: str, app_id: str | None, access: Mapping[str, Any] | None) -> bool:
+
+def allowed(level: str, app_id: str | None, access: Grant | None) -> bool:
     """May a caller with ``access`` change a memory of this ``level`` and ``app_id``?
     ``None``: an admin key, everything; an app key: its apps, and GLOBAL with the grant."""
     if access is None:
@@ -47,7 +50,7 @@ class DeleteScope:
     global_grant: bool = False
 
     @classmethod
-    def of(cls, payload: DeletePayload | Mapping[str, Any]) -> DeleteScope:
+    def of(cls, payload: DeletePayload | Mapping[str, object]) -> DeleteScope:
         """The scope of a ``delete`` command's payload (its ``scope`` and ``access``);
         a mapping is validated as one (``schemas.payloads.DeletePayload``)."""
         p = payload if isinstance(payload, DeletePayload) else DeletePayload.model_validate(payload)

@@ -20,7 +20,6 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -112,7 +111,7 @@ class ConfigRecord:
     """One change: the value (None: back to the start-time value), who made it and when."""
 
     key: ConfigKey
-    value: Any
+    value: object  # JSON on the topic; as the setting holds it once applied
     by: str = ""
     at: str = ""
 
@@ -164,7 +163,7 @@ def check_live_name(key: ConfigKey) -> None:
             )
 
 
-def coerce(value: Any) -> Any:
+def coerce(value: object) -> object:
     """A command-line value as JSON when it is JSON (0.5, true, 20), else the string."""
     if not isinstance(value, str):
         return value
@@ -174,7 +173,7 @@ def coerce(value: Any) -> Any:
         return value
 
 
-def _validated(data: dict[str, Any], label: str) -> Settings:
+def _validated(data: dict[str, object], label: str) -> Settings:
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
@@ -187,7 +186,7 @@ def _validated(data: dict[str, Any], label: str) -> Settings:
         raise ConfigRefused(f"{label}: refused: {'; '.join(reasons)}") from None
 
 
-def validate_change(base: Settings, key: ConfigKey, value: Any) -> Any:
+def validate_change(base: Settings, key: ConfigKey, value: object) -> object:
     """The value as the setting holds it; ConfigRefused (naming it) when it is not valid
     on top of ``base``: out of range, of the wrong type, or against another setting."""
     check_live_name(key)
@@ -197,11 +196,11 @@ def validate_change(base: Settings, key: ConfigKey, value: Any) -> Any:
     return getattr(checked, key.name)
 
 
-def merge(base: Settings, live: Mapping[ConfigKey, Any]) -> Settings:
+def merge(base: Settings, live: Mapping[ConfigKey, object]) -> Settings:
     """``base`` with every live value on it: global ones as fields, per-app ones in
     ``app_overrides`` (winning over the YAML's). ConfigRefused when the whole is invalid."""
     data = base.model_dump()
-    apps: dict[str, dict[str, Any]] = {a: dict(o) for a, o in base.app_overrides.items()}
+    apps: dict[str, dict[str, object]] = {a: dict(o) for a, o in base.app_overrides.items()}
     for key, value in live.items():
         if key.app_id is None:
             data[key.name] = value
@@ -220,7 +219,7 @@ class Applied:
 
     record: ConfigRecord
     settings: Settings | None
-    previous: Any = None
+    previous: object = None
     reason: str = ""
 
 

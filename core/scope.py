@@ -34,10 +34,11 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, Ownership, Status
+from schemas.json_types import JsonValue
 from schemas.limits import has_control_chars
 from schemas.tenants import DEFAULT_TENANT
 
@@ -113,7 +114,7 @@ class ScopedRecord(Protocol):
     @property
     def status(self) -> str: ...
     @property
-    def custom_tags(self) -> Mapping[str, Any] | None: ...
+    def custom_tags(self) -> Mapping[str, JsonValue] | None: ...
     @property
     def valid_at(self) -> datetime: ...
     @property
@@ -138,7 +139,7 @@ def tag_key_text(key: str) -> str:
     return "k:" + key
 
 
-def tag_value_text(key: str, value: Any) -> str:
+def tag_value_text(key: str, value: JsonValue) -> str:
     """What the blind token of a tag value is computed over: typed, so the string
     "true" and JSON true stay distinct, as the filter rules above say."""
     if isinstance(value, bool):
@@ -165,7 +166,7 @@ class TagFilter:
             raise InvalidScope(f"custom tag {tag!r}: empty key")
         return cls(key, value if sep else None)
 
-    def matches(self, tags: Mapping[str, Any] | None) -> bool:
+    def matches(self, tags: Mapping[str, JsonValue] | None) -> bool:
         if not tags or self.key not in tags:
             return False
         if self.value is None:
@@ -191,7 +192,7 @@ class TagFilter:
             return 'user_id == ""'  # the user has no data key: no tagged row exists
         values: list[list[str]] = []
         if self.value is not None:
-            wanted: list[Any] = [self.value]
+            wanted: list[JsonValue] = [self.value]
             if self.value in ("true", "false"):
                 wanted.append(self.value == "true")
             values = [blind(tag_value_text(self.key, v)) for v in wanted]

@@ -351,9 +351,9 @@ class Settings(BaseSettings):
         override = self.app_overrides.get(app_id or "", {})
         return self.model_copy(update=override) if override else self
 
-    def masked(self) -> dict[str, Any]:
+    def masked(self) -> dict[str, object]:
         """The effective values for display; secrets shown as '***' (or '' when unset)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
             if isinstance(value, SecretStr):

@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from core.settings import Settings
 from core.timeutil import SECONDS_PER_DAY, days_between, require_aware
 from schemas.enums import MemType, Ownership
+from schemas.json_types import JsonValue
 
 PERSONA_TAG = "persona"
 
@@ -49,7 +50,7 @@ def initial_weight(
     return max(base, settings.weight_important) if is_important else base
 
 
-def is_persona(ownership: Ownership, custom_tags: Mapping[str, Any] | None) -> bool:
+def is_persona(ownership: Ownership, custom_tags: Mapping[str, JsonValue] | None) -> bool:
     """True for AGENT memories tagged ``persona: true``; those are exempt from decay."""
     if ownership is not Ownership.AGENT or not custom_tags:
         return False
@@ -62,7 +63,7 @@ def decay_alpha(
     *,
     is_important: bool,
     ownership: Ownership = Ownership.USER,
-    custom_tags: Mapping[str, Any] | None = None,
+    custom_tags: Mapping[str, JsonValue] | None = None,
 ) -> float:
     """α of the decay law: 0 for persona memories, the important α, or the normal α."""
     if is_persona(ownership, custom_tags):
@@ -95,7 +96,7 @@ def weight_now(
     *,
     is_important: bool,
     ownership: Ownership = Ownership.USER,
-    custom_tags: Mapping[str, Any] | None = None,
+    custom_tags: Mapping[str, JsonValue] | None = None,
 ) -> float:
     """The lazily decayed weight with λ and α taken from settings and the memory's marks."""
     alpha = decay_alpha(
@@ -117,7 +118,7 @@ class Weighted(Protocol):
     @property
     def ownership(self) -> Ownership: ...
     @property
-    def custom_tags(self) -> Mapping[str, Any]: ...
+    def custom_tags(self) -> Mapping[str, JsonValue]: ...
 
 
 def memory_weight_now(m: Weighted, now: datetime, settings: Settings) -> float:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from core.capacity import important_blocked
-from core.delete_scope import DeleteScope, allowed
+from core.delete_scope import DeleteScope, Grant, allowed
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from core.write_batch import WriteBatch
@@ -118,7 +118,7 @@ def _allowed(rows: list[MemoryRecord], access: Access | None) -> list[MemoryReco
     """``access``: an app key's apps and GLOBAL grant; None = everything."""
     if access is None:
         return rows
-    grant = {"apps": access.apps, "global": access.global_grant}
+    grant: Grant = {"apps": access.apps, "global": access.global_grant}
     return [r for r in rows if allowed(r.level, r.app_id, grant)]
 
 
