@@ -1,4 +1,5 @@
-"""The live part of the configuration: thresholds changed at run time (DESIGN §3, §4).
+"""The live part of the configuration: thresholds changed at run time
+(docs/configuration.md#live-thresholds-memstream-config-setgetunset).
 
 ``memory.config`` is a compacted Kafka topic. A record's key is a setting name
 (``min_relevance``) or ``app/<app_id>/<name>`` for one app; its value is JSON
@@ -6,7 +7,7 @@
 takes the live value away again, back to the start-time one. Every process folds the records over the settings it
 started with (:class:`LiveState`) and swaps the result in; nothing here does I/O.
 
-Only the thresholds of DESIGN §7 are live (:data:`LIVE_SETTINGS`): connection settings,
+Only the rules' thresholds are live (:data:`LIVE_SETTINGS`): connection settings,
 ports, paths, keys, TLS, models and the sizes fixed when a process builds its caches are
 read once at start, so a change of them is refused rather than silently ignored. Each
 value is checked by :class:`core.settings.Settings` itself (field constraints and the
@@ -28,7 +29,8 @@ from schemas.limits import check_id_text, first_bad_text
 
 APP_PREFIX = "app/"
 
-# DESIGN §7: weights and decay, ranking, dedup/evolution, capacity, lifecycle. Every one
+# docs/configuration.md#rules-and-thresholds-all-live: weights and decay,
+# ranking, dedup/evolution, capacity, lifecycle. Every one
 # is read where it is used (per recall, per write, per pass), never captured at start.
 LIVE_SETTINGS = frozenset(
     {
