@@ -1,4 +1,5 @@
-"""Memory weight: initial value, lazy exponential decay, recall recovery (DESIGN §7).
+"""Memory weight: initial value, lazy exponential decay, recall recovery
+(docs/architecture.md#weights-and-decay).
 
 A weight is never rewritten by a clock. A memory stores ``(weight, weight_at)``; its
 weight at any instant is derived on read with ``w(t) = w0·e^(−λ·α·t)``, t in days
@@ -6,7 +7,7 @@ since ``weight_at``. Only events move the anchor: a recall hit (recovery) or an
 evolution step. The lifecycle flow therefore needs no per-memory tick; it asks
 :func:`below_threshold_at` when a memory will cross the archive threshold.
 
-Persona memories (design document chapter 9: an agent's stable self-description) do
+Persona memories (an agent's stable self-description) do
 not decay at all. A memory is a persona memory when its ownership is AGENT **and** its
 ``custom_tags`` carry ``"persona": true`` (JSON true, or the string "true" in any
 case). USER memories never count as persona, whatever their tags say.
