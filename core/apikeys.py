@@ -1,7 +1,7 @@
 """API keys: what a key is, how it is stored (hashed) and checked (constant time).
 
-Design document chapter 3 (the gateway authenticates and names the caller) and DESIGN
-§6: a key belongs to one tenant with a role:
+The gateway authenticates and names the caller (docs/security.md#api-keys): a key
+belongs to one tenant with a role:
 
 * ``app`` — its ``apps``' APP and SESSION memories, and read of the users' GLOBAL
   memories; writing GLOBAL needs the ``global`` grant;
