@@ -1,4 +1,5 @@
-"""Kafka event shapes (DESIGN §4). Frozen: a message never changes once parsed."""
+"""Kafka event shapes (docs/architecture.md#kafka-topics). Frozen: a message never changes
+once parsed."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ class ConversationEvent(Conversation):
 
     @model_validator(mode="after")
     def _default_level(self) -> ConversationEvent:
-        # GLOBAL when no app_id, APP otherwise (DESIGN §4).
+        # GLOBAL when no app_id, APP otherwise (docs/architecture.md#kafka-topics).
         if self.level is None:
             object.__setattr__(self, "level", Level.APP if self.app_id else Level.GLOBAL)
         if self.level is Level.APP and not self.app_id:
@@ -122,5 +123,6 @@ ALL_TOPICS = (
 
 
 def topic(prefix: str, name: str) -> str:
-    """The deployed name of a topic of DESIGN §4 (``prefix`` is usually empty)."""
+    """The deployed name of a topic (``prefix`` is usually empty;
+    docs/architecture.md#kafka-topics)."""
     return prefix + name
