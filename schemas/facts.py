@@ -68,7 +68,8 @@ SimilarLike = Similar | tuple[str, str] | tuple[str, str, float | None]
 
 
 class Decision(BaseModel):
-    """One evolution operation (DESIGN §7), ready to map onto the store.
+    """One evolution operation (docs/architecture.md#dedup-and-evolution), ready to map onto
+    the store.
 
     - ADD: store ``text`` as a new memory.
     - UPDATE: rewrite memory ``target_id`` to ``text`` (merged, same id); ``old_text`` is
