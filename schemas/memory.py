@@ -1,4 +1,5 @@
-"""The memory record and the change-log record, as they live in ClickHouse (DESIGN §5).
+"""The memory record and the change-log record, as they live in ClickHouse
+(docs/architecture.md#stores).
 
 Plain slotted dataclasses rather than pydantic models: the hot paths hold thousands of
 them per user and copy them on every mutation (``dataclasses.replace``). ``content`` is
