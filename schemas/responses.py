@@ -1,4 +1,4 @@
-"""The ``data`` of each HTTP API answer (DESIGN §6): what the routes declare
+"""The ``data`` of each HTTP API answer (docs/api.md#endpoints): what the routes declare
 (``response_model=Envelope[...]``, so OpenAPI documents every answer) and what a client
 reads (``memstream.client``).
 
