@@ -7,7 +7,7 @@ bool}`` of an app key, absent for an admin key). The keyed writer selects memori
 it (``dataflows.ingest.management``) and refuses, with the same rule, the turns sent
 before the delete that reach it later (``dataflows.ingest.fence``): a turn of the scope
 would otherwise become a memory of the scope after the caller was told it was emptied
-(docs/api.md#purge).
+(docs/architecture.md#purge-fences).
 
 Pure: no I/O, plain values in, a bool out.
 """
