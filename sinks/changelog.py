@@ -14,6 +14,7 @@ from schemas.enums import Level, OpSource, OpType
 from schemas.memory import ChangeRecord
 from sinks.clickhouse import ClickHouseStore
 from sinks.keyring import KeyRing
+from sinks.memory_filter import Given, strs
 
 
 class ChangeLog:
@@ -39,30 +40,16 @@ class ChangeLog:
         """One page, oldest first, and the total count of rows that match.
 
         ``visible_apps`` (an app key's apps): only rows of those apps and GLOBAL rows."""
-        where = ["tenant_id = {t:String}", "user_id = {u:UInt64}"]
         params: dict[str, Any] = {"t": tenant, "u": user_id, "lim": limit, "off": offset}
-        if memory_ids is not None:
-            params["ids"] = list(memory_ids)
-            where.append("memory_id IN {ids:Array(String)}")
-        if app_id is not None:
-            params["app"] = app_id
-            where.append("app_id = {app:String}")
-        if visible_apps is not None:
-            params["vis"] = sorted(visible_apps)
-            where.append("(level = 'GLOBAL' OR app_id IN {vis:Array(String)})")
-        if level is not None:
-            params["lvl"] = str(level)
-            where.append("level = {lvl:String}")
-        if start is not None:
-            params["start"] = start
-            where.append("op_time >= {start:DateTime64(3, 'UTC')}")
-        if end is not None:
-            params["end"] = end
-            where.append("op_time < {end:DateTime64(3, 'UTC')}")
-        if op_types is not None:
-            params["ops"] = [str(o) for o in op_types]
-            where.append("op_type IN {ops:Array(String)}")
-        cond = " AND ".join(where)
+        given = Given(params, ["tenant_id = {t:String}", "user_id = {u:UInt64}"])
+        given.add("memory_id IN {ids:Array(String)}", memory_ids, list)
+        given.add("app_id = {app:String}", app_id)
+        given.add("(level = 'GLOBAL' OR app_id IN {vis:Array(String)})", visible_apps, sorted)
+        given.add("level = {lvl:String}", level, str)
+        given.add("op_time >= {start:DateTime64(3, 'UTC')}", start)
+        given.add("op_time < {end:DateTime64(3, 'UTC')}", end)
+        given.add("op_type IN {ops:Array(String)}", op_types, strs)
+        cond = " AND ".join(given.where)
         table = f"{self.ch.database}.memory_changelog FINAL"
         total = self.ch.query(f"SELECT count() FROM {table} WHERE {cond}", params)[0][0]
         rows = self.ch.query_dicts(

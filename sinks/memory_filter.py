@@ -11,14 +11,19 @@ A scope is the capacity scope of ``core.capacity``: ``""`` for the user's GLOBAL
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from schemas.tenants import UserKey
 
 # A memory's capacity scope as SQL: "" (GLOBAL) or its app id.
 SCOPE_KEY = "if(level = 'GLOBAL' OR ifNull(app_id, '') = '', '', app_id)"
+
+_PARAM = re.compile(r"\{(\w+):")  # the {name:Type} a condition reads
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +80,29 @@ def _put(params: dict[str, Any], name: str, value: Any) -> None:
     if name in params:  # a caller's own parameter of that name would be overwritten
         raise ValueError(f"query parameter {name!r} is the filter's")
     params[name] = value
+
+
+@dataclass
+class Given:
+    """A read's optional conditions: each narrows only when its argument is given (not
+    None). A condition reads one ``{name:Type}`` parameter; ``add`` puts the value (as
+    ``convert`` makes it) into ``params`` under that name."""
+
+    params: dict[str, object]
+    where: list[str] = field(default_factory=list)
+
+    def add(
+        self, condition: str, value: T | None, convert: Callable[[T], object] | None = None
+    ) -> None:
+        if value is None:
+            return
+        found = _PARAM.search(condition)
+        if found is None:
+            raise ValueError(f"condition {condition!r} reads no {{name:Type}} parameter")
+        self.params[found.group(1)] = value if convert is None else convert(value)
+        self.where.append(condition)
+
+
+def strs(values: Iterable[object]) -> list[str]:
+    """An Array(String) parameter of enum members (statuses, op types)."""
+    return [str(v) for v in values]

@@ -48,7 +48,7 @@ from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable
 from sinks.keyring import KeyRing
 from sinks.lifecycle_queries import LifecycleQueries
-from sinks.memory_filter import MemoryFilter
+from sinks.memory_filter import Given, MemoryFilter, strs
 from sinks.stored_rows import decode_rows, instant, select_list
 from sinks.stores import Stores
 
@@ -319,21 +319,15 @@ class MemoryStore(LifecycleQueries):
         """As ``load`` for several users of one tenant in one query; ``archived_above``:
         of the ARCHIVED ones only those whose stored weight is above it (the paged-out
         candidates, ``core.capacity.paged_out``)."""
-        where: list[str] = []
         params: dict[str, Any] = {}
-        if statuses is not None:
-            params["st"] = [str(s) for s in statuses]
-            where.append("status IN {st:Array(String)}")
-        if memory_ids is not None:
-            params["ids"] = list(memory_ids)
-            where.append("memory_id IN {ids:Array(String)}")
-        if archived_above is not None:
-            params["wa"] = float(archived_above)
-            where.append("(status != 'ARCHIVED' OR weight > {wa:Float64})")
+        given = Given(params)
+        given.add("status IN {st:Array(String)}", statuses, strs)
+        given.add("memory_id IN {ids:Array(String)}", memory_ids, list)
+        given.add("(status != 'ARCHIVED' OR weight > {wa:Float64})", archived_above, float)
         # On a cluster this reads the Distributed table: each shard applies FINAL to its
         # own parts, which is correct because every version of a memory (and whatever
         # replaces it) is the same user's, sharded by the user onto one shard.
-        cond = MemoryFilter.of(tenant, user_ids).where(params, *where)
+        cond = MemoryFilter.of(tenant, user_ids).where(params, *given.where)
         rows = self.stores.clickhouse.query_dicts(
             f"SELECT {_SELECT} FROM {self.db}.memories FINAL WHERE {cond}", params
         )
