@@ -7,10 +7,10 @@ since ``weight_at``. Only events move the anchor: a recall hit (recovery) or an
 evolution step. The lifecycle flow therefore needs no per-memory tick; it asks
 :func:`below_threshold_at` when a memory will cross the archive threshold.
 
-Persona memories (an agent's stable self-description) do
-not decay at all. A memory is a persona memory when its ownership is AGENT **and** its
-``custom_tags`` carry ``"persona": true`` (JSON true, or the string "true" in any
-case). USER memories never count as persona, whatever their tags say.
+Persona memories (an agent's stable self-description) do not decay at all. A memory is
+a persona memory when its ownership is AGENT **and** its ``custom_tags`` carry
+``"persona": true`` (JSON true, or the string "true" in any case). USER memories never
+count as persona, whatever their tags say.
 """
 
 from __future__ import annotations
