@@ -29,9 +29,9 @@ from schemas.limits import check_id_text, first_bad_text
 
 APP_PREFIX = "app/"
 
-# docs/configuration.md#rules-and-thresholds-all-live: weights and decay,
-# ranking, dedup/evolution, capacity, lifecycle. Every one
-# is read where it is used (per recall, per write, per pass), never captured at start.
+# docs/configuration.md#rules-and-thresholds-all-live: weights and decay, ranking,
+# dedup/evolution, capacity, lifecycle. Every one is read where it is used (per recall,
+# per write, per pass), never captured at start.
 LIVE_SETTINGS = frozenset(
     {
         "weight_user_semantic",
