@@ -1,7 +1,7 @@
 """Paged-out memories (docs/architecture.md#consolidation-and-paged-out-memories: evicted
-for room, still found by default recall): the
-rule (``core.capacity.paged_out``), its vectorized form over the hot index's columns
-(``UserIndex.paged_rows``), and moving rows between a user's ACTIVE and paged indexes."""
+for room, still found by default recall): the rule (``core.capacity.paged_out``), its
+vectorized form over the hot index's columns (``UserIndex.paged_rows``), and moving rows
+between a user's ACTIVE and paged indexes."""
 
 from __future__ import annotations
 
