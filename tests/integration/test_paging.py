@@ -1,6 +1,6 @@
 """Paged-out memories through real Kafka (issue 32, item 3;
-docs/architecture.md#consolidation-and-paged-out-memories): a memory evicted
-for room is ARCHIVED and still found by default recall; one archived by decay is not
+docs/architecture.md#consolidation-and-paged-out-memories): a memory evicted for room is
+ARCHIVED and still found by default recall; one archived by decay is not
 (``include_archived`` reaches it); a whole-user purge leaves none recallable."""
 
 from __future__ import annotations
