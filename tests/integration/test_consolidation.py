@@ -1,8 +1,8 @@
 """Consolidation before eviction through real Kafka: a scope told 3× its capacity, and the
 scheduled consolidation of a scope above the high-water mark
-(docs/architecture.md#consolidation-and-paged-out-memories). A merge
-compresses: only the same frame with other values (or the same fact repeated) merges,
-into a text shorter than its members together and within ``consolidation_max_chars``."""
+(docs/architecture.md#consolidation-and-paged-out-memories). A merge compresses: only the
+same frame with other values (or the same fact repeated) merges, into a text shorter than
+its members together and within ``consolidation_max_chars``."""
 
 from __future__ import annotations
 
