@@ -20,7 +20,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import httpx
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from core.seams import EmbedderLike
+    from dataflows.lifecycle.scan import PassSummary
 
 
 class NodeUnreachable(Exception):
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
 def execute(settings: Settings, args: argparse.Namespace) -> int:
     now = args.now or datetime.now(UTC)
-    summary: dict[str, Any] | None = None
+    summary: PassSummary | None = None
     if not args.direct:
         try:
             code, body = via_node(settings, now, args.users, args.timeout)
@@ -119,7 +120,7 @@ def run_direct(
     users: list[int] | None,
     embedder: EmbedderLike | None = None,
     reconcile_grace_s: float | None = None,
-) -> dict[str, Any]:
+) -> PassSummary:
     """Open the stores in this process and apply the pass with the handlers directly."""
     from dataflows.lifecycle.reconcile import RECONCILE_GRACE_S
     from dataflows.lifecycle.scan import run_pass

@@ -6,7 +6,7 @@ call receives. Handlers are registered by op name; an unknown op is rejected to 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -17,7 +17,7 @@ from core.capacity import important_blocked
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from core.write_batch import WriteBatch
-from dataflows.ingest.items import Applied, IncomingCommand, Rejected
+from dataflows.ingest.items import Applied, CommandResult, IncomingCommand, Rejected
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of, duplicate_scope
 from schemas.commands import Command
@@ -31,7 +31,6 @@ from sinks.tasks import TaskResult
 P = TypeVar("P", bound=BaseModel)
 # (writer, command, its payload validated, wall clock) -> what to write and answer
 Handler = Callable[[Writer, Command, P, datetime], Applied]
-Result = dict[str, Any]  # {"code", "msg", "data"?}: what the waiting caller receives
 
 
 @dataclass(frozen=True)
@@ -91,15 +90,15 @@ def _bad_payload(item: IncomingCommand, exc: ValidationError) -> Applied:
     )
 
 
-def error(code: ErrorCode, msg: str) -> Result:
+def error(code: ErrorCode, msg: str) -> CommandResult:
     return {"code": int(code), "msg": msg}
 
 
-def ok(data: dict[str, Any]) -> Result:
+def ok(data: Mapping[str, object]) -> CommandResult:
     return {"code": 0, "msg": "ok", "data": data}
 
 
-def answer(cmd: Command, batch: WriteBatch, result: Result) -> Applied:
+def answer(cmd: Command, batch: WriteBatch, result: CommandResult) -> Applied:
     """What the writer makes durable and the one answer the caller gets."""
     return Applied(batch, command_results=[(cmd.command_id, result)])
 

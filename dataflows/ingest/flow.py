@@ -34,6 +34,7 @@ from dataflows.ingest.fence import Fences, fenced
 from dataflows.ingest.guard import guarded
 from dataflows.ingest.items import (
     Applied,
+    CommandResult,
     Extracted,
     Incoming,
     IncomingCommand,
@@ -291,7 +292,10 @@ def refused_batch(events: list[Incoming], reason: str) -> Extracted:
 def refused_command(item: IncomingCommand, reason: str) -> Applied:
     """A command refused for ``reason``: its caller is answered, its input goes to the DLQ."""
     cmd = item.command
-    answer = {"code": int(ErrorCode.BAD_PARAMETER), "msg": f"the command was refused: {reason}"}
+    answer: CommandResult = {
+        "code": int(ErrorCode.BAD_PARAMETER),
+        "msg": f"the command was refused: {reason}",
+    }
     return Applied(
         WriteBatch(),
         command_results=[(cmd.result_id, answer)],

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -13,6 +14,16 @@ from schemas.events import ConversationEvent, Message
 from schemas.facts import Fact
 from schemas.tenants import DEFAULT_TENANT
 from sinks.tasks import TaskResult
+
+
+class CommandResult(TypedDict):
+    """What a command's waiting caller receives (JSON in Redis: ``sink``), the API's
+    envelope: ``code`` 0 with ``data``, or an error code with its message. ``data``'s
+    values are what ``json.dumps`` renders (ids, counts, lists of them)."""
+
+    code: int
+    msg: str
+    data: NotRequired[Mapping[str, object]]
 
 
 @dataclass(frozen=True)
@@ -97,7 +108,7 @@ class Applied:
 
     batch: WriteBatch
     results: list[TaskResult] = field(default_factory=list)
-    command_results: list[tuple[str, dict]] = field(default_factory=list)
+    command_results: list[tuple[str, CommandResult]] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     event_s: list[float] = field(default_factory=list)  # the inputs' event times (Source.ts_s)
     # the Kafka records this decision stands for: the sink dead-letters them if the

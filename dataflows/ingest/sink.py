@@ -26,7 +26,14 @@ from core import metrics
 from core.write_batch import WriteBatch
 from dataflows.breaker import Breaker, Record
 from dataflows.ingest.guard import describe, is_data_error
-from dataflows.ingest.items import REPLAY_HEADER, Applied, Rejected, Source, replay_of
+from dataflows.ingest.items import (
+    REPLAY_HEADER,
+    Applied,
+    CommandResult,
+    Rejected,
+    Source,
+    replay_of,
+)
 from dataflows.runtime import Runtime
 from schemas.commands import result_key
 from schemas.errors import ErrorCode
@@ -192,7 +199,7 @@ class _Partition(StatelessSinkPartition[Applied]):
         self._done(merged)
         self.rt.stores.kafka.producer.poll(0)
 
-    def _answer(self, command_results: list[tuple[str, dict]]) -> None:
+    def _answer(self, command_results: list[tuple[str, CommandResult]]) -> None:
         if command_results:
             pipe = self.rt.stores.redis.client.pipeline()
             for result_id, result in command_results:
@@ -212,7 +219,8 @@ class _Partition(StatelessSinkPartition[Applied]):
         users.update(UserKey(m.tenant_id, m.user_id) for m in bad.batch.memories)
         for user in users:  # the writer updated them ahead of the write that failed
             self.rt.cache.invalidate(user.user_id, tenant=user.tenant)
-        answer = {"code": int(ErrorCode.BAD_PARAMETER), "msg": f"the command was refused: {reason}"}
+        msg = f"the command was refused: {reason}"
+        answer: CommandResult = {"code": int(ErrorCode.BAD_PARAMETER), "msg": msg}
         for r in bad.results:
             failed = TaskResult(
                 r.task_id,

@@ -19,10 +19,10 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from core.timeutil import require_aware
 from dataflows.lifecycle.commands import lifecycle_command
@@ -39,6 +39,24 @@ from sinks.stored_rows import decode_rows, instant
 
 log = logging.getLogger(__name__)
 MAX_IDS = 5000  # memory ids per command
+
+
+class PassSummary(TypedDict):
+    """What one pass did (``run_pass``; the API answers it as ``LifecycleSummary``)."""
+
+    now: str  # isoformat
+    users: int
+    archived: int
+    expired: int
+    purged: int
+    purged_deleted: int
+    purged_archived: int
+    sanitized_changes: int
+    consolidated: int
+    consolidated_members: int
+    failed_commands: int
+    reconciled: dict[str, int]
+    took_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +147,7 @@ def run_pass(
     page_size: int = 5000,
     pause_s: float = 0.0,
     tenant: str | None = None,
-) -> dict[str, Any]:
+) -> PassSummary:
     """Reconcile, then plan and apply at ``now``; returns what was done. Every tenant's
     users, or only ``tenant``'s (an admin key's pass); ``users`` narrows further.
 
@@ -163,13 +181,13 @@ def run_pass(
                 failed += 1
                 continue
             data = result.get("data") or {}
-            merged += len(data.get("merged", ()))
-            members += data.get("members", 0)
+            merged += len(_ids(data, "merged"))
+            members += _count(data, "members")
             for action in Action:
-                done[action.value] += len(data.get(action.value, ()))
-            purged += data.get(Action.PURGE_DELETED.value, [])
-            purged += data.get(Action.PURGE_ARCHIVED.value, [])
-    summary = {
+                done[action.value] += len(_ids(data, action.value))
+            purged += _ids(data, Action.PURGE_DELETED.value)
+            purged += _ids(data, Action.PURGE_ARCHIVED.value)
+    summary: PassSummary = {
         "now": now.isoformat(),
         "users": len(plans),
         "archived": done[Action.DECAYED.value],  # decayed below the threshold
@@ -186,3 +204,14 @@ def run_pass(
     }
     log.info("lifecycle pass", extra={"fields": summary})
     return summary
+
+
+def _ids(data: Mapping[str, object], key: str) -> list[str]:
+    """The memory ids a handler's answer lists under ``key`` (none when absent)."""
+    found = data.get(key)
+    return [str(i) for i in found] if isinstance(found, list) else []
+
+
+def _count(data: Mapping[str, object], key: str) -> int:
+    found = data.get(key)
+    return found if isinstance(found, int) else 0

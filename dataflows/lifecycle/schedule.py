@@ -13,10 +13,9 @@ import logging
 import threading
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any
 
 from core.logs import describe_error
-from dataflows.lifecycle.scan import run_pass
+from dataflows.lifecycle.scan import PassSummary, run_pass
 from dataflows.lifecycle.submit import Via
 from dataflows.runtime import Runtime
 
@@ -30,14 +29,14 @@ class LifecyclePasses:
         self.first_delay_s = first_delay_s
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self.last: dict[str, Any] | None = None
+        self.last: PassSummary | None = None
 
     def run(
         self,
         now: datetime | None = None,
         users: Iterable[int] | None = None,
         tenant: str | None = None,
-    ) -> dict:
+    ) -> PassSummary:
         """One pass at ``now`` (default: the wall clock) over every tenant, or ``tenant``
         only; waits for a pass in progress."""
         now = now or datetime.now(UTC)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from dataflows.ingest.commands import apply_command
-from dataflows.ingest.items import IncomingCommand, Source
+from dataflows.ingest.items import CommandResult, IncomingCommand, Source
 from dataflows.ingest.sink import merge_applied
 from dataflows.ingest.writer import Writer
 from dataflows.lifecycle import commands as _handlers  # noqa: F401  (registers the handlers)
@@ -29,7 +29,7 @@ from schemas.commands import Command, result_key
 from schemas.events import TOPIC_COMMANDS
 from sinks.stores import Stores
 
-Result = dict | None
+Result = CommandResult | None
 Via = Callable[[Sequence[Command]], list[Result]]
 
 
