@@ -13,13 +13,15 @@ import re
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlparse
 
 import clickhouse_connect
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.summary import QuerySummary
 
 from core.settings import Settings
 from core.sql_guard import one_statement, tenant_sql
@@ -38,7 +40,7 @@ from schemas.tenants import check_tenant
 from sinks.errors import SchemaMismatch, StoreUnavailable
 from sinks.sql_sessions import SqlSessions
 
-_EMBEDDED: dict[str, Any] = {}
+_EMBEDDED: dict[str, Client] = {}
 _EMBEDDED_LOCK = threading.Lock()
 # Server settings of the embedded engine. ClickHouse's global thread pool keeps up to
 # max_thread_pool_free_size idle threads (a server's default: 1,000), and every thread
@@ -71,7 +73,7 @@ _ENGINE_METRICS = (
 )
 
 
-def _connect(url: str, user: str, password: str) -> Any:
+def _connect(url: str, user: str, password: str) -> Client:
     parsed = urlparse(url)
     if parsed.scheme == "chdb":
         path = str(Path(parsed.path).resolve())
@@ -140,6 +142,11 @@ def server_kwargs(url: str, user: str, password: str) -> dict[str, Any]:
     return kwargs
 
 
+def _bound(parameters: Mapping[str, object] | None) -> dict[str, object] | None:
+    """A query's ``{name:Type}`` values as the driver takes them (a dict of its own)."""
+    return None if parameters is None else dict(parameters)
+
+
 class SqlFailed(ValueError):
     """ClickHouse refused or stopped an analyst's query; the message quotes no SQL."""
 
@@ -168,7 +175,7 @@ class ClickHouseStore:
         self.layout = Layout(database, cluster)
         self._user = user
         self._password = password
-        self._client: Any = None
+        self._client: Client | None = None
         self._lock = threading.Lock()
         self._settings = dict(CLUSTER_SETTINGS) if cluster else None  # sent with every call
         self._sql: SqlSessions | None = None  # analysts' SQL: clients of its own
@@ -260,26 +267,28 @@ class ClickHouseStore:
                 stats[f"jemalloc_{name.lower()}"] = int(value)
         return stats
 
-    def _require(self) -> Any:
+    def _require(self) -> Client:
         if self._client is None:
             raise StoreUnavailable("clickhouse: setup() was not called")
         return self._client
 
-    def command(self, sql: str, parameters: dict[str, Any] | None = None) -> Any:
+    def command(
+        self, sql: str, parameters: Mapping[str, object] | None = None
+    ) -> str | int | Sequence[str] | QuerySummary:
         client = self._require()
         with self._lock:
-            return client.command(sql, parameters=parameters, settings=self._settings)
+            return client.command(sql, parameters=_bound(parameters), settings=self._settings)
 
-    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> list[tuple]:
+    def query(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[tuple]:
         client = self._require()
         with self._lock:
-            result = client.query(sql, parameters=parameters, settings=self._settings)
-        return list(result.result_rows)
+            result = client.query(sql, parameters=_bound(parameters), settings=self._settings)
+        return list(cast("list[tuple]", result.result_rows))  # rows are tuples (typed Sequence)
 
-    def query_dicts(self, sql: str, parameters: dict[str, Any] | None = None) -> list[dict]:
+    def query_dicts(self, sql: str, parameters: Mapping[str, object] | None = None) -> list[dict]:
         client = self._require()
         with self._lock:
-            result = client.query(sql, parameters=parameters, settings=self._settings)
+            result = client.query(sql, parameters=_bound(parameters), settings=self._settings)
         return [dict(zip(result.column_names, row, strict=True)) for row in result.result_rows]
 
     def query_readonly(
@@ -346,7 +355,7 @@ class ClickHouseStore:
                 self._sql = SqlSessions(lambda: clickhouse_connect.get_client(**kwargs))
             return self._sql
 
-    def insert(self, table: str, rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
+    def insert(self, table: str, rows: Sequence[Sequence[object]], columns: Sequence[str]) -> None:
         """One round trip for the whole batch (columnar insert, never literal VALUES)."""
         if not rows:
             return

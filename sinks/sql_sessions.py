@@ -15,7 +15,9 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any
+
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.query import QueryResult
 
 SQL_SESSIONS = 4  # queries of different tenants at once; one tenant runs one (recall_api)
 
@@ -27,15 +29,15 @@ class SqlBusy(RuntimeError):
 class SqlSessions:
     """A small pool of clients made by ``factory`` on first need, reused afterwards."""
 
-    def __init__(self, factory: Callable[[], Any], size: int = SQL_SESSIONS):
+    def __init__(self, factory: Callable[[], Client], size: int = SQL_SESSIONS):
         self._factory = factory
-        self._free: queue.LifoQueue[Any] = queue.LifoQueue()
+        self._free: queue.LifoQueue[Client] = queue.LifoQueue()
         self._lock = threading.Lock()
         self._made = 0
         self._size = size
-        self._all: list[Any] = []
+        self._all: list[Client] = []
 
-    def query(self, sql: str, settings: dict[str, Any] | None, wait_s: float) -> Any:
+    def query(self, sql: str, settings: dict[str, object] | None, wait_s: float) -> QueryResult:
         """``sql`` on a free client; waits at most ``wait_s`` for one."""
         client = self._take(wait_s)
         try:
@@ -43,7 +45,7 @@ class SqlSessions:
         finally:
             self._free.put(client)
 
-    def _take(self, wait_s: float) -> Any:
+    def _take(self, wait_s: float) -> Client:
         try:
             return self._free.get_nowait()
         except queue.Empty:
