@@ -1,28 +1,29 @@
-"""The searches over one ``core.user_index.UserIndex`` (under its ``lock``): which rows a
-recall predicate accepts by the columns alone (``allowed``), and the top rows by cosine
-(``dense``) and by BM25 (``lexical``) among them. ``UserIndex`` answers through these."""
+"""The searches over one user's ``core.index_columns.Columns`` (under the index's
+``lock``): which rows a recall predicate accepts by the columns alone (``allowed``), the
+top rows by cosine (``dense``) and by BM25 (``lexical``) among them, and which rows are
+paged out now (``paged_rows``). ``core.user_index.UserIndex`` answers through these."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from enum import Enum
+from typing import Protocol
 
 import numpy as np
 
-from core.index_views import CODES, Coded
+from core.index_columns import CODES, Coded, Columns, Decoded
+from core.index_views import decoded_row
+from core.scope import Branch, TagFilter
 from core.settings import Settings
 from core.timeutil import SECONDS_PER_DAY
 from core.vector_rows import unit
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 
-if TYPE_CHECKING:
-    from core.user_index import Decoded, UserIndex
-
 
 class Scoped(Protocol):
-    """What ``UserIndex.allowed`` reads of a predicate (``core.scope.RecallPredicate``, a
-    frozen dataclass: read-only members)."""
+    """What ``allowed`` reads of a predicate (``core.scope.RecallPredicate``, a frozen
+    dataclass: read-only members)."""
 
     @property
     def user_id(self) -> int: ...
@@ -35,47 +36,46 @@ class Scoped(Protocol):
     @property
     def mem_type(self) -> frozenset[MemType]: ...
     @property
-    def tags(self) -> tuple[Any, ...]: ...
+    def tags(self) -> tuple[TagFilter, ...]: ...
     @property
     def as_of_ms(self) -> int | None: ...
-
     @property
-    def branches(self) -> tuple[Any, ...]: ...  # (level, app_id, session_id) each
+    def branches(self) -> tuple[Branch, ...]: ...
 
 
-def allowed(idx: UserIndex, pred: Scoped) -> tuple[np.ndarray, bool]:
-    """The rows ``pred`` accepts by the columns alone (user, tenant, status, scope
-    branches, ownership, type, validity), and whether that is all of ``pred``: when
-    not (tag filters, as-of reads), a caller still tests the records of those rows
-    with ``pred.matches``. The same rules as ``RecallPredicate.matches``; a unit test
-    holds the two equal."""
-    n = len(idx._ids)
-    if pred.user_id != idx.user_id or pred.tenant_id != idx.tenant_id:
+def allowed(c: Columns, pred: Scoped, user_id: int, tenant_id: str) -> tuple[np.ndarray, bool]:
+    """The rows of ``user_id``'s index in ``tenant_id`` that ``pred`` accepts by the
+    columns alone (user, tenant, status, scope branches, ownership, type, validity), and
+    whether that is all of ``pred``: when not (tag filters, as-of reads), a caller still
+    tests the records of those rows with ``pred.matches``. The same rules as
+    ``RecallPredicate.matches``; a unit test holds the two equal."""
+    n = len(c.ids)
+    if pred.user_id != user_id or pred.tenant_id != tenant_id:
         return np.zeros(n, dtype=np.bool_), True
-    ok = _isin(idx._status[:n], Status, pred.statuses)
+    ok = _isin(c.status[:n], Status, pred.statuses)
     branch = np.zeros(n, dtype=np.bool_)
-    level, app, session = idx._level[:n], idx._app[:n], idx._session[:n]
+    level, app, session = c.level[:n], c.app[:n], c.session[:n]
     for b in pred.branches:
         m = level == CODES[Level][b.level]
         if b.app_id is not None:
-            code = idx._app_index(b.app_id or None)
+            code = _app_code(c, b.app_id or None)
             m &= app == code if code >= 0 else False
         if b.session_id is not None:
-            code = idx._sessions.get(b.session_id or None, -1)
+            code = c.sessions.get(b.session_id or None, -1)
             m &= session == code if code >= 0 else False
         branch |= m
     ok &= branch
     if pred.ownership:
-        ok &= _isin(idx._own[:n], Ownership, pred.ownership)
+        ok &= _isin(c.ownership[:n], Ownership, pred.ownership)
     if pred.mem_type:
-        ok &= _isin(idx._type[:n], MemType, pred.mem_type)
+        ok &= _isin(c.mem_type[:n], MemType, pred.mem_type)
     if pred.as_of_ms is None:
-        ok &= ~idx._invalid[:n]
+        ok &= ~c.invalid[:n]
     return ok, not pred.tags and pred.as_of_ms is None
 
 
 def dense(
-    idx: UserIndex,
+    c: Columns,
     query: np.ndarray,
     limit: int,
     keep: Callable[[MemoryRecord], bool] | None = None,
@@ -84,28 +84,28 @@ def dense(
 ) -> list[tuple[str, float]]:
     """Top ``limit`` (memory_id, cosine) among the ``rows`` (a mask: ``allowed``)
     whose records ``keep`` accepts."""
-    n = len(idx._ids)
+    ids = c.ids
+    n = len(ids)
     if n == 0 or limit <= 0:
         return []
-    scores = (idx._q[:n].astype(np.float32) @ unit(query)) * idx._inv[:n]
+    scores = (c.q[:n].astype(np.float32) @ unit(query)) * c.inv[:n]
     if rows is None:
         order = np.argsort(-scores, kind="stable").tolist()
     else:  # stable over the kept rows in row order: the same order, filtered
         kept = np.flatnonzero(rows)
         order = kept[np.argsort(-scores[kept], kind="stable")].tolist()
     out: list[tuple[str, float]] = []
-    memo = {} if memo is None and keep is not None else memo
+    seen: Decoded = {} if memo is None else memo
     for i in order:
-        mid = idx._ids[i]
-        if keep is None or keep(idx.record(mid, memo)):  # type: ignore[arg-type]
-            out.append((mid, float(scores[i])))
+        if keep is None or keep(decoded_row(c, i, seen)):
+            out.append((ids[i], float(scores[i])))
             if len(out) == limit:
                 break
     return out
 
 
 def lexical(
-    idx: UserIndex,
+    c: Columns,
     query: str,
     limit: int,
     keep: Callable[[MemoryRecord], bool] | None = None,
@@ -114,41 +114,49 @@ def lexical(
 ) -> list[tuple[str, float]]:
     """Top ``limit`` (memory_id, BM25 normalized to [0, 1]) among the ``rows`` (a
     mask: ``allowed``) whose records ``keep`` accepts."""
-    hit, scores = idx._lexical.normalized(query)
+    hit, scores = c.lexical.normalized(query)
     if rows is not None:
         inside = rows[hit]
         hit, scores = hit[inside], scores[inside]
     out: list[tuple[str, float]] = []
-    memo = {} if memo is None and keep is not None else memo
-    rows = hit.tolist()
+    seen: Decoded = {} if memo is None else memo
+    ids, at = c.ids, hit.tolist()
     for j in np.argsort(-scores, kind="stable").tolist():
-        mid = idx._ids[rows[j]]
-        if keep is None or keep(idx.record(mid, memo)):  # type: ignore[arg-type]
-            out.append((mid, float(scores[j])))
+        i = at[j]
+        if keep is None or keep(decoded_row(c, i, seen)):
+            out.append((ids[i], float(scores[j])))
             if len(out) == limit:
                 break
     return out
 
 
-def _isin(column: np.ndarray, enum: Coded, members: frozenset[Any]) -> np.ndarray:
+def paged_rows(c: Columns, now_us: int, settings: Settings) -> np.ndarray:
+    """The rows ``core.capacity.paged_out`` accepts at ``now_us`` (µs since the
+    epoch), from the columns: ARCHIVED, not expired, decayed weight above the
+    archive threshold (``core.weights.weight_at_us`` over every row at once)."""
+    n = len(c.ids)
+    s = settings
+    alpha = np.where(
+        c.persona[:n],
+        0.0,
+        np.where(c.important[:n], s.decay_alpha_important, s.decay_alpha_normal),
+    )
+    days = np.maximum(now_us - c.weight_at[:n], 0) / 10**6 / SECONDS_PER_DAY
+    w = c.weight[:n] * np.exp(-s.decay_lambda * alpha * days)
+    expire = c.expire[:n]
+    ok = c.status[:n] == CODES[Status][Status.ARCHIVED]
+    out: np.ndarray = ok & (w > s.archive_threshold) & ((expire == 0) | (expire > now_us))
+    return out
+
+
+def _isin(column: np.ndarray, enum: Coded, members: frozenset[Enum]) -> np.ndarray:
     codes = CODES[enum]
     return np.isin(column, [codes[m] for m in members])
 
 
-def paged_rows(idx: UserIndex, now_us: int, settings: Settings) -> np.ndarray:
-    """The rows ``core.capacity.paged_out`` accepts at ``now_us`` (µs since the
-    epoch), from the columns: ARCHIVED, not expired, decayed weight above the
-    archive threshold (``core.weights.weight_at_us`` over every row at once)."""
-    n = len(idx._ids)
-    s = settings
-    alpha = np.where(
-        idx._persona[:n],
-        0.0,
-        np.where(idx._important[:n], s.decay_alpha_important, s.decay_alpha_normal),
-    )
-    days = np.maximum(now_us - idx._weight_at[:n], 0) / 10**6 / SECONDS_PER_DAY
-    w = idx._weight[:n] * np.exp(-s.decay_lambda * alpha * days)
-    expire = idx._expire[:n]
-    ok = idx._status[:n] == CODES[Status][Status.ARCHIVED]
-    out: np.ndarray = ok & (w > s.archive_threshold) & ((expire == 0) | (expire > now_us))
-    return out
+def _app_code(c: Columns, app_id: str | None) -> int:
+    """The code of ``app_id`` in ``c.apps``; -1 when no held memory has it."""
+    try:
+        return c.apps.index(app_id)
+    except ValueError:
+        return -1

@@ -1,10 +1,11 @@
 """One user's active memories in memory: compact records, an int8 vector matrix and BM25
 postings in arrays.
 
-A user holds at most 2,000 active memories (DESIGN §7), so exact cosine over a
-contiguous matrix answers in well under a millisecond; this is what both the evolution
-step of ingest and the recall tier search. The cache holds hundreds of users, so the
-layout is what a memory costs (issue 13 asked for ≤ 1 KB; ``RECORD_BYTES``):
+A user holds at most 2,000 active memories (docs/architecture.md#processes-and-data-flow),
+so exact cosine over a contiguous matrix answers in well under a millisecond; this is
+what both the evolution step of ingest and the recall tier search. The cache holds
+hundreds of users, so the layout is what a memory costs (issue 13 asked for ≤ 1 KB;
+``RECORD_BYTES``):
 
 - **rows**: int8 vectors with one scale per row (``core.vector_rows``: 384 bytes for
   384 dimensions), cast to float32 per query (BLAS has no int8 ``gemv``; ~0.3 ms for
@@ -28,27 +29,33 @@ to walk (a cache of dataclass records made each full pass take ~340 ms, which ti
 every recall in flight). Pure data structure, no I/O: the loader and the LRU budget live
 in ``sinks.hot_cache``. Not thread-safe by itself; callers hold ``lock`` for a read or a
 mutation.
+
+The columns are a ``core.index_columns.Columns``; the searches (``core.index_search``)
+and the views (``core.index_views``) are functions of them. This class owns the columns,
+the lock and every mutation, and answers the reads through those functions.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from core import index_search, record_codec
+from core import index_search, index_views, record_codec
 from core.calibration import latin_share
 from core.capacity import EvictionCandidate
+from core.index_columns import CODES, PER_ROW, Columns, hash_prefix
+from core.index_columns import Decoded as Decoded  # re-exported: the writer's memo type
 from core.index_search import Scoped
-from core.index_views import CODES, ByHash, Fact, Records, hash_prefix, shared_decode
+from core.index_views import ByHash, Fact, Records
 from core.lexical import term_counts
-from core.lexical_arrays import PostingArrays, Postings
+from core.lexical_arrays import Postings
 from core.settings import Settings
-from core.vector_rows import quantize, row_bytes, unit
-from core.weights import is_persona, weight_at_us
+from core.vector_rows import quantize
+from core.weights import is_persona
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT
@@ -60,13 +67,12 @@ from schemas.tenants import DEFAULT_TENANT
 # of the rest), against 4.3 KB with dataclass records, float32 rows and dict postings;
 # the test_user_index budget test holds the estimate to the measurement.
 RECORD_BYTES = 125  # with ~15 bytes of margin: the budget is a bound
-# Per index, whatever its size: the object and its attribute dict, the arrays' headers,
-# its lock and helper objects (~1.4 KB more once the ``_expire`` column and ``paged``
-# came: the dict past a resize), with margin.
+# Per index, whatever its size: the object, its attribute dict and its ``Columns``, the
+# arrays' headers, its lock and helper objects (~1.4 KB more once the ``expire`` column
+# and ``paged`` came), with margin.
 INDEX_BYTES = 2048
 
-_LEVELS = list(Level)
-# column codes of the enums, by member and by the value a parsed record holds
+# column codes of the enums, by the value a parsed record holds
 _BY_VALUE = {e: {m.value: i for m, i in codes.items()} for e, codes in CODES.items()}
 _POS = record_codec.POS
 _P_ID, _P_HASH = _POS["memory_id"], _POS["content_hash"]
@@ -75,20 +81,14 @@ _P_IMP, _P_CONTENT = _POS["is_important"], _POS["content"]
 _P_STATUS, _P_OWN, _P_TYPE = _POS["status"], _POS["ownership"], _POS["mem_type"]
 _P_WEIGHT, _P_WEIGHT_AT = _POS["weight"], _POS["weight_at"]
 _P_INVALID, _P_TAGS = _POS["invalid_at"], _POS["custom_tags"]
-_P_EXPIRE, _P_RECALLED = _POS["expire_at"], _POS["last_recalled_at"]
-# the per-row columns besides the matrix, moved together when a row is removed
-_COLUMNS = (
-    "_inv", "_hash", "_level", "_important", "_app", "_session", "_status", "_own", "_type",
-    "_invalid", "_weight", "_weight_at", "_persona", "_latin", "_expire",
-)  # fmt: skip
+_P_EXPIRE = _POS["expire_at"]
 # the columns a record's fields give directly (``UserIndex._fields``), in its order
 _FIELD_COLUMNS = (
-    "_hash", "_level", "_important", "_app", "_session", "_status", "_own", "_type",
-    "_invalid", "_weight", "_weight_at", "_persona", "_expire",
+    "hashes", "level", "important", "app", "session", "status", "ownership", "mem_type",
+    "invalid", "weight", "weight_at", "persona", "expire",
 )  # fmt: skip
-
-_US = timedelta(microseconds=1)
-Decoded = dict[str, MemoryRecord]  # a caller's memo: what one read decoded already
+# ``_FIELD_COLUMNS``' values of one record
+_Fields = tuple[int, int, bool, int, int, int, int, int, bool, float, int, bool, int]
 
 
 class UserIndex:
@@ -98,57 +98,33 @@ class UserIndex:
         self.dim = dim
         self.lock = threading.RLock()
         # content_hash -> memory_id of ARCHIVED memories: a fact said again is restored,
-        # not stored twice (DESIGN §7 "against stored hashes"). Hashes only, no records.
+        # not stored twice (docs/architecture.md#dedup-and-evolution). Hashes only, no records.
         self.dormant: dict[str, str] = {}
-        self._ids: list[str] = []
-        self._row: dict[str, int] = {}
-        self._blobs: list[bytes] = []
+        # one object for the index's life (its fields may be replaced): the views follow it
+        self.columns = Columns.empty(capacity, dim)
         self._blob_bytes = 0
-        self._q = np.zeros((capacity, dim), dtype=np.int8)
-        self._inv = np.zeros(capacity, dtype=np.float32)  # 1 / |q| per row
-        self._hash = np.zeros(capacity, dtype=np.uint64)  # content hash prefix
-        self._level = np.zeros(capacity, dtype=np.uint8)
-        self._important = np.zeros(capacity, dtype=np.bool_)
-        self._app = np.zeros(capacity, dtype=np.int16)  # index into _apps
-        self._apps: list[str | None] = [None]
-        # What recall filters and ranks on, so that it decodes only the records it
-        # returns (a decode is ~7 µs; a recall meets ~100 candidates for its top 10):
-        self._session = np.zeros(capacity, dtype=np.int32)  # index into _sessions
-        self._sessions: dict[str | None, int] = {None: 0}
-        self._status = np.zeros(capacity, dtype=np.uint8)
-        self._own = np.zeros(capacity, dtype=np.uint8)
-        self._type = np.zeros(capacity, dtype=np.uint8)
-        self._invalid = np.zeros(capacity, dtype=np.bool_)  # invalid_at is set
-        self._weight = np.zeros(capacity, dtype=np.float64)
-        self._weight_at = np.zeros(capacity, dtype=np.int64)  # µs since the epoch
-        self._persona = np.zeros(capacity, dtype=np.bool_)  # exempt from decay
-        self._latin = np.zeros(capacity, dtype=np.float64)  # latin_share of the content
-        self._expire = np.zeros(capacity, dtype=np.int64)  # expire_at, µs; 0: none
         # the user's paged-out memories (ARCHIVED by the capacity), searched by recall only
         self.paged: UserIndex | None = None
-        self._lexical = PostingArrays(capacity=capacity)
-        self.records = Records(self)
-        self.by_hash = ByHash(self)
+        self.records = Records(self.columns)
+        self.by_hash = ByHash(self.columns)
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self.columns.ids)
 
     def __contains__(self, memory_id: str) -> bool:
-        return memory_id in self._row
+        return memory_id in self.columns.row
 
     @property
     def nbytes(self) -> int:
         """Footprint for the cache's memory budget: the arrays (matrix, columns,
         postings), each record's bytes, and ``RECORD_BYTES`` a memory for the rest."""
-        arrays = self._q.nbytes + self._lexical.nbytes
-        arrays += sum(getattr(self, name).nbytes for name in _COLUMNS)
         paged = 0 if self.paged is None else self.paged.nbytes
-        fixed = INDEX_BYTES + RECORD_BYTES * len(self._ids)
-        return int(arrays + self._blob_bytes + fixed + paged)
+        fixed = INDEX_BYTES + RECORD_BYTES * len(self.columns.ids)
+        return int(self.columns.nbytes + self._blob_bytes + fixed + paged)
 
     def holds(self, memory_id: str) -> bool:
         """Held here or in ``paged`` (``in`` asks about the ACTIVE ones only)."""
-        return memory_id in self._row or (self.paged is not None and memory_id in self.paged)
+        return memory_id in self.columns.row or (self.paged is not None and memory_id in self.paged)
 
     # ------------------------------------------------------------ writes
     def upsert(
@@ -173,36 +149,37 @@ class UserIndex:
         """:meth:`upsert` of an encoded record (``blob``, its parsed ``vals``) and its
         quantized ``row`` (``quantize``; None keeps the held one): how a snapshot loads
         without building a MemoryRecord."""
+        c = self.columns
         mid = vals[_P_ID]
-        i = self._row.get(mid)
+        i = c.row.get(mid)
         changed = True
         if i is None:
             if row is None:
                 return  # a meta change for a memory whose vector we never had
-            i = len(self._ids)
-            if i == self._q.shape[0]:
+            i = len(c.ids)
+            if i == c.q.shape[0]:
                 self._grow()
-            self._row[mid] = i
-            self._ids.append(mid)
-            self._blobs.append(blob)
+            c.row[mid] = i
+            c.ids.append(mid)
+            c.blobs.append(blob)
         else:
-            old = self._blobs[i]
+            old = c.blobs[i]
             changed = record_codec.parse(old)[_P_CONTENT] != vals[_P_CONTENT]
             self._blob_bytes -= len(old)
-            self._blobs[i] = blob
+            c.blobs[i] = blob
             if changed:
-                self._lexical.remove(i)
+                c.lexical.remove(i)
         self._blob_bytes += len(blob)
         if row is not None:
-            self._q[i], self._inv[i] = row
+            c.q[i], c.inv[i] = row
         for name, value in zip(_FIELD_COLUMNS, self._fields(vals), strict=True):
-            getattr(self, name)[i] = value
+            getattr(c, name)[i] = value
         if changed:
-            self._latin[i] = latin_share(vals[_P_CONTENT])
+            c.latin[i] = latin_share(vals[_P_CONTENT])
             if isinstance(terms, Postings):
-                self._lexical.add_postings(i, terms)
+                c.lexical.add_postings(i, terms)
             else:
-                self._lexical.add(i, terms if terms is not None else term_counts(vals[_P_CONTENT]))
+                c.lexical.add(i, terms if terms is not None else term_counts(vals[_P_CONTENT]))
 
     def fill(
         self, records: Sequence[tuple[bytes, list[Any], Mapping[str, int]]], rows: bytes
@@ -212,41 +189,43 @@ class UserIndex:
         ``row_bytes`` wrote it, joined. The same index as a :meth:`put` of each (a unit
         test holds them equal), in a few numpy calls instead of ~20 assignments a
         memory: how a cold user loads from a Redis snapshot (200 memories: 2.9 against 4.5 ms)."""
-        if self._ids:
+        c = self.columns
+        if c.ids:
             raise ValueError("fill needs an empty index")
         n = len(records)
         width = self.dim + 4
         if len(rows) != n * width:
             raise ValueError("snapshot rows do not match its records")
-        if n > self._q.shape[0]:
-            self._q = np.zeros((n, self.dim), dtype=np.int8)
-            for name in _COLUMNS:
-                setattr(self, name, np.zeros(n, dtype=getattr(self, name).dtype))
-        self._ids = [vals[_P_ID] for _, vals, _ in records]
-        self._row = {mid: i for i, mid in enumerate(self._ids)}
-        if len(self._row) != n:
+        if n > c.q.shape[0]:
+            c.q = np.zeros((n, self.dim), dtype=np.int8)
+            for name in PER_ROW:
+                setattr(c, name, np.zeros(n, dtype=getattr(c, name).dtype))
+        c.ids = [vals[_P_ID] for _, vals, _ in records]
+        c.row = {mid: i for i, mid in enumerate(c.ids)}
+        if len(c.row) != n:
             raise ValueError("a memory twice in one snapshot")
-        self._blobs = [blob for blob, _, _ in records]
-        self._blob_bytes = sum(map(len, self._blobs))
+        c.blobs = [blob for blob, _, _ in records]
+        self._blob_bytes = sum(map(len, c.blobs))
         table = np.frombuffer(rows, dtype=np.uint8).reshape(n, width)
-        self._q[:n] = table[:, : self.dim].view(np.int8)
-        self._inv[:n] = table[:, self.dim :].copy().view(np.float32).ravel()
+        c.q[:n] = table[:, : self.dim].view(np.int8)
+        c.inv[:n] = table[:, self.dim :].copy().view(np.float32).ravel()
         if n:
             columns = zip(*[self._fields(vals) for _, vals, _ in records], strict=True)
             for name, column in zip(_FIELD_COLUMNS, columns, strict=True):
-                getattr(self, name)[:n] = column
-            self._latin[:n] = [latin_share(vals[_P_CONTENT]) for _, vals, _ in records]
-        self._lexical.add_many([terms for _, _, terms in records])
+                getattr(c, name)[:n] = column
+            c.latin[:n] = [latin_share(vals[_P_CONTENT]) for _, vals, _ in records]
+        c.lexical.add_many([terms for _, _, terms in records])
 
-    def _fields(self, vals: list[Any]) -> tuple[Any, ...]:
+    def _fields(self, vals: list[Any]) -> _Fields:
         """The ``_FIELD_COLUMNS`` values of a parsed record (app and session coded)."""
         session = vals[_P_SESSION] or None
+        sessions = self.columns.sessions
         return (
             hash_prefix(vals[_P_HASH]),
             _BY_VALUE[Level][vals[_P_LEVEL]],
             bool(vals[_P_IMP]),
             self._app_code(vals[_P_APP]),
-            self._sessions.setdefault(session, len(self._sessions)),
+            sessions.setdefault(session, len(sessions)),
             _BY_VALUE[Status][vals[_P_STATUS]],
             _BY_VALUE[Ownership][vals[_P_OWN]],
             _BY_VALUE[MemType][vals[_P_TYPE]],
@@ -286,131 +265,33 @@ class UserIndex:
         ``paged`` does not hold it."""
         return self.paged is not None and _move(self.paged, self, record)
 
-    def paged_rows(self, now_us: int, settings: Settings) -> np.ndarray:
-        """``core.index_search.paged_rows``: the paged-out rows at ``now_us``."""
-        return index_search.paged_rows(self, now_us, settings)
-
     def remove(self, memory_id: str) -> None:
         """Forget the memory, held here or in ``paged``."""
         if self.paged is not None:
             self.paged.remove(memory_id)
-        i = self._row.pop(memory_id, None)
+        c = self.columns
+        i = c.row.pop(memory_id, None)
         if i is None:
             return
-        self._lexical.remove(i)
-        self._blob_bytes -= len(self._blobs[i])
-        last = len(self._ids) - 1
+        c.lexical.remove(i)
+        self._blob_bytes -= len(c.blobs[i])
+        last = len(c.ids) - 1
         if i != last:  # move the last row into the hole
-            moved = self._ids[last]
-            self._ids[i], self._blobs[i] = moved, self._blobs[last]
-            self._q[i] = self._q[last]
-            for name in _COLUMNS:
-                a = getattr(self, name)
+            moved = c.ids[last]
+            c.ids[i], c.blobs[i] = moved, c.blobs[last]
+            c.q[i] = c.q[last]
+            for name in PER_ROW:
+                a = getattr(c, name)
                 a[i] = a[last]
-            self._row[moved] = i
-            self._lexical.move(last, i)
-        self._ids.pop()
-        self._blobs.pop()
+            c.row[moved] = i
+            c.lexical.move(last, i)
+        c.ids.pop()
+        c.blobs.pop()
 
     # ------------------------------------------------------------ reads
     def allowed(self, pred: Scoped) -> tuple[np.ndarray, bool]:
         """``core.index_search.allowed``: the rows ``pred`` accepts by the columns."""
-        return index_search.allowed(self, pred)
-
-    def facts(self, memory_ids: Iterable[str]) -> dict[str, Fact]:
-        """The ranking facts of the held ones among ``memory_ids``, without decoding."""
-        out = {}
-        for mid in memory_ids:
-            i = self._row.get(mid)
-            if i is not None:
-                out[mid] = Fact(
-                    float(self._weight[i]),
-                    int(self._weight_at[i]),
-                    bool(self._important[i]),
-                    bool(self._persona[i]),
-                    float(self._latin[i]),
-                )
-        return out
-
-    def blob(self, memory_id: str) -> bytes | None:
-        """The held record's bytes (immutable: decode them after releasing ``lock``)."""
-        i = self._row.get(memory_id)
-        return None if i is None else self._blobs[i]
-
-    def record(self, memory_id: str, memo: Decoded | None = None) -> MemoryRecord | None:
-        """The held record, decoded (None when not held). With ``memo`` (a reader: one
-        recall), what it decoded is kept there, so a candidate met by both channels is
-        decoded once, and the record comes from ``shared_decode``: do not change it."""
-        if memo is not None and (rec := memo.get(memory_id)) is not None:
-            return rec
-        i = self._row.get(memory_id)
-        if i is None:
-            return None
-        if memo is None:
-            return record_codec.decode(self._blobs[i])
-        rec = memo[memory_id] = shared_decode(self._blobs[i])
-        return rec
-
-    def eviction_candidates(self, now: datetime, settings: Settings) -> Iterator[EvictionCandidate]:
-        """Every held memory as a capacity ``EvictionCandidate``, without building records:
-        its weight now from the columns (``weight_at_us``, the same number as
-        ``memory_weight_now`` of the record), its last recall read from its bytes."""
-        now_us = (now - record_codec.EPOCH) // _US
-        n = len(self._ids)
-        w0, anchor = self._weight[:n].tolist(), self._weight_at[:n].tolist()
-        level, app = self._level[:n].tolist(), self._app[:n].tolist()
-        important, persona = self._important[:n].tolist(), self._persona[:n].tolist()
-        for i, mid in enumerate(self._ids):
-            weight = weight_at_us(
-                w0[i], anchor[i], now_us, settings, is_important=important[i], persona=persona[i]
-            )
-            recalled = record_codec.parse(self._blobs[i])[_P_RECALLED]
-            at = None if recalled is None else record_codec.EPOCH + recalled * _US
-            yield EvictionCandidate(
-                mid, _LEVELS[level[i]], self._apps[app[i]], weight, at, important[i]
-            )
-
-    def contents(self) -> list[str]:
-        """Every held memory's text, in row order, without building a record."""
-        return [record_codec.parse(blob)[_P_CONTENT] for blob in self._blobs]
-
-    def scope_counts(self) -> dict[tuple[Level, str | None, bool], int]:
-        """How many held memories each (level, app_id, is_important) has: :meth:`scopes`
-        counted in numpy (the writer's capacity counters, once per batch)."""
-        n = len(self._ids)
-        code = (self._app[:n].astype(np.int64) * len(_LEVELS) + self._level[:n]) * 2
-        keys, counts = np.unique(code + self._important[:n], return_counts=True)
-        apps, out = self._apps, {}
-        for key, count in zip(keys.tolist(), counts.tolist(), strict=True):
-            app, rest = divmod(key // 2, len(_LEVELS))
-            out[(_LEVELS[rest], apps[app], bool(key % 2))] = count
-        return out
-
-    def scopes(self) -> Iterator[tuple[Level, str | None, bool]]:
-        """(level, app_id, is_important) of every held memory, without decoding."""
-        apps = self._apps
-        n = len(self._ids)
-        for lv, app, imp in zip(self._level[:n], self._app[:n], self._important[:n], strict=True):
-            yield _LEVELS[lv], apps[app], bool(imp)
-
-    def vector(self, memory_id: str) -> np.ndarray | None:
-        """The held row as a float32 unit vector (the int8 row, dequantized)."""
-        i = self._row.get(memory_id)
-        return None if i is None else self._q[i].astype(np.float32) * self._inv[i]
-
-    def terms(self, memory_id: str) -> dict[str, int]:
-        """The term counts the lexical channel indexes ``memory_id`` under (its content,
-        tokenized: the postings keep only the terms' hashes)."""
-        rec = self.record(memory_id)
-        return {} if rec is None else dict(term_counts(rec.content))
-
-    def encoded(self) -> list[tuple[bytes, bytes]]:
-        """Every held memory as (record bytes, row bytes: ``row_bytes``), in row order
-        (for a snapshot)."""
-        return [
-            (self._blobs[i], row_bytes(self._q[i], float(self._inv[i])))
-            for i in range(len(self._ids))
-        ]
+        return index_search.allowed(self.columns, pred, self.user_id, self.tenant_id)
 
     def dense(
         self,
@@ -421,7 +302,7 @@ class UserIndex:
         rows: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """``core.index_search.dense``: the top ``limit`` by cosine."""
-        return index_search.dense(self, query, limit, keep, memo, rows)
+        return index_search.dense(self.columns, query, limit, keep, memo, rows)
 
     def lexical(
         self,
@@ -432,51 +313,93 @@ class UserIndex:
         rows: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """``core.index_search.lexical``: the top ``limit`` by normalized BM25."""
-        return index_search.lexical(self, query, limit, keep, memo, rows)
+        return index_search.lexical(self.columns, query, limit, keep, memo, rows)
+
+    def paged_rows(self, now_us: int, settings: Settings) -> np.ndarray:
+        """``core.index_search.paged_rows``: the paged-out rows at ``now_us``."""
+        return index_search.paged_rows(self.columns, now_us, settings)
+
+    def facts(self, memory_ids: Iterable[str]) -> dict[str, Fact]:
+        """``core.index_views.facts``: the ranking facts of the held ones, not decoded."""
+        return index_views.facts(self.columns, memory_ids)
 
     def cosine(self, query: np.ndarray, memory_ids: list[str]) -> dict[str, float]:
-        q = unit(query)
-        out = {}
-        for m in memory_ids:
-            i = self._row.get(m)
-            if i is not None:
-                out[m] = float(self._q[i].astype(np.float32) @ q) * float(self._inv[i])
-        return out
+        """``core.index_views.cosine`` with the held ones among ``memory_ids``."""
+        return index_views.cosine(self.columns, query, memory_ids)
+
+    def blob(self, memory_id: str) -> bytes | None:
+        """The held record's bytes (immutable: decode them after releasing ``lock``)."""
+        c = self.columns
+        i = c.row.get(memory_id)
+        return None if i is None else c.blobs[i]
+
+    def record(self, memory_id: str, memo: Decoded | None = None) -> MemoryRecord | None:
+        """``core.index_views.record``: the held record, decoded (None when not held);
+        with ``memo``, shared: do not change it."""
+        return index_views.record(self.columns, memory_id, memo)
+
+    def eviction_candidates(self, now: datetime, settings: Settings) -> Iterator[EvictionCandidate]:
+        """``core.index_views.eviction_candidates``: every held memory, not decoded."""
+        return index_views.eviction_candidates(self.columns, now, settings)
+
+    def contents(self) -> list[str]:
+        """Every held memory's text, in row order, without building a record."""
+        return index_views.contents(self.columns)
+
+    def scope_counts(self) -> dict[tuple[Level, str | None, bool], int]:
+        """How many held memories each (level, app_id, is_important) has."""
+        return index_views.scope_counts(self.columns)
+
+    def scopes(self) -> Iterator[tuple[Level, str | None, bool]]:
+        """(level, app_id, is_important) of every held memory, without decoding."""
+        return index_views.scopes(self.columns)
+
+    def vector(self, memory_id: str) -> np.ndarray | None:
+        """The held row as a float32 unit vector (the int8 row, dequantized)."""
+        return index_views.vector(self.columns, memory_id)
+
+    def terms(self, memory_id: str) -> dict[str, int]:
+        """The term counts the lexical channel indexes ``memory_id`` under (its content,
+        tokenized: the postings keep only the terms' hashes)."""
+        rec = self.record(memory_id)
+        return {} if rec is None else dict(term_counts(rec.content))
+
+    def encoded(self) -> list[tuple[bytes, bytes]]:
+        """Every held memory as (record bytes, row bytes: ``row_bytes``), in row order
+        (for a snapshot)."""
+        return index_views.encoded(self.columns)
 
     # ------------------------------------------------------------ internals
     def _grow(self) -> None:
-        size = 2 * self._q.shape[0]
+        c = self.columns
+        size = 2 * c.q.shape[0]
         q = np.zeros((size, self.dim), dtype=np.int8)
-        q[: self._q.shape[0]] = self._q
-        self._q = q
-        for name in _COLUMNS:
-            old = getattr(self, name)
+        q[: c.q.shape[0]] = c.q
+        c.q = q
+        for name in PER_ROW:
+            old = getattr(c, name)
             new = np.zeros(size, dtype=old.dtype)
             new[: old.shape[0]] = old
-            setattr(self, name, new)
-
-    def _app_index(self, app_id: str | None) -> int:
-        try:
-            return self._apps.index(app_id)
-        except ValueError:
-            return -1
+            setattr(c, name, new)
 
     def _app_code(self, app_id: str | None) -> int:
+        apps = self.columns.apps
         try:
-            return self._apps.index(app_id or None)
+            return apps.index(app_id or None)
         except ValueError:
-            self._apps.append(app_id)
-            return len(self._apps) - 1
+            apps.append(app_id)
+            return len(apps) - 1
 
 
 def _move(src: UserIndex, dst: UserIndex, record: MemoryRecord) -> bool:
     """Move ``record``'s row from ``src`` to ``dst`` as ``record``: its int8 row and
     postings as held."""
-    i = src._row.get(record.memory_id)
+    c = src.columns
+    i = c.row.get(record.memory_id)
     if i is None:
         return False
-    row = (src._q[i].copy(), float(src._inv[i]))
-    postings = src._lexical.postings(i)
+    row = (c.q[i].copy(), float(c.inv[i]))
+    postings = c.lexical.postings(i)
     src.remove(record.memory_id)
     dst.put(record_codec.encode(record), record_codec.values(record), row, postings)
     return True

@@ -173,10 +173,11 @@ def test_fill_builds_what_a_put_of_each_builds():
     assert list(filled.records.values()) == list(idx.records.values())
     assert filled.encoded() == held
     n = len(idx)
-    for name in ("_q", "_inv", "_hash", "_level", "_important", "_status", "_own", "_type",
-                 "_invalid", "_weight", "_weight_at", "_persona", "_latin"):  # fmt: skip
-        assert np.array_equal(getattr(filled, name)[:n], getattr(idx, name)[:n]), name
-    apps = lambda i: [i._apps[c] for c in i._app[:n]]  # noqa: E731 - codes may differ
+    for name in ("q", "inv", "hashes", "level", "important", "status", "ownership", "mem_type",
+                 "invalid", "weight", "weight_at", "persona", "latin"):  # fmt: skip
+        got, want = getattr(filled.columns, name), getattr(idx.columns, name)
+        assert np.array_equal(got[:n], want[:n]), name
+    apps = lambda i: [i.columns.apps[c] for c in i.columns.app[:n]]  # noqa: E731 - codes may differ
     assert apps(filled) == apps(idx)
     query = vecs["m_0003"]
     assert filled.dense(query, 5) == idx.dense(query, 5)
