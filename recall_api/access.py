@@ -30,6 +30,7 @@ from recall_api.errors import ApiError
 from schemas.enums import Level
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
+from schemas.payloads import Access, DeletePayload
 from schemas.tenants import DEFAULT_TENANT, check_tenant
 
 
@@ -121,12 +122,19 @@ class Caller:
             )
         return rec
 
-    def access_payload(self) -> dict | None:
+    def access_payload(self) -> Access | None:
         """What a delete command carries so the writer narrows its targets to this key's
         (``dataflows.ingest.management._allowed``); None for admin and local callers."""
         if not self.is_app:
             return None
-        return {"apps": sorted(self.apps), "global": self.global_grant}
+        # by its wire name: ``global`` is a Python keyword
+        return Access.model_validate({"apps": sorted(self.apps), "global": self.global_grant})
+
+    def narrow(self, payload: DeletePayload) -> DeletePayload:
+        """``payload`` narrowed to what this key may change (its ``access``); unchanged,
+        with no ``access`` at all, for admin and local callers."""
+        access = self.access_payload()
+        return payload if access is None else payload.model_copy(update={"access": access})
 
     def may_see_task(self, task: dict) -> bool:
         if task.get("tenant_id", DEFAULT_TENANT) != self.tenant:

@@ -4,6 +4,10 @@ The wait is bounded by ``write_timeout_s``. The command id is derived from the c
 ``request_id`` scoped by (tenant, caller, user, op) (``recall_api.idempotency``), so a
 caller that timed out may resend the same ``request_id`` without writing twice, a reused
 id with another request answers 40901, and two apps' ids never meet.
+
+A route builds its op's payload model (``schemas.payloads``); the command carries
+:func:`wire`, the JSON the writer's handler reads back into the same model, and the
+request's fingerprint hashes that same JSON.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import asyncio
 import json
 import time
 from datetime import UTC, datetime
-from typing import Any
+
+from pydantic import JsonValue
 
 from recall_api.access import Caller
 from recall_api.errors import ApiError, is_outage, unavailable
@@ -26,46 +31,63 @@ from recall_api.idempotency import (
 from schemas.commands import Command, result_key
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_COMMANDS
+from schemas.payloads import DeletePayload, SessionClosePayload, StructuredFields, UpdatePayload
 from sinks.sealed import SEALED_COMMAND_OPS, seal_payload
 from sinks.services import Services
+
+# what the API sends through memory.commands, one model per op
+CommandPayload = StructuredFields | UpdatePayload | DeletePayload | SessionClosePayload
+JsonObject = dict[str, JsonValue]
+
+
+def wire(payload: CommandPayload) -> JsonObject:
+    """The payload as the command carries it: the keys the route set (``update``'s
+    ``expire_at``: null only when asked to clear it), by their wire names (an access's
+    ``global``), as JSON."""
+    return payload.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 async def run_command(
     svc: Services,
     op: str,
     user_id: int,
-    payload: dict[str, Any],
+    payload: CommandPayload,
     request_id: str | None = None,
     timeout_s: float | None = None,
     *,
     tenant: str,
     caller: Caller | None = None,
     endpoint: str | None = None,
-) -> Any:
-    """``tenant``: the caller's; the command, its sealed payload and its result key carry it.
-    ``caller``: who owns ``request_id`` (its key, else the payload's ``app_id``);
-    ``endpoint``: the route, when it is not ``op``."""
+) -> JsonObject:
+    """The writer's answer (``data``) to ``op`` with ``payload``. ``tenant``: the caller's;
+    the command, its sealed payload and its result key carry it. ``caller``: who owns
+    ``request_id`` (its key, else the payload's ``app_id``); ``endpoint``: the route, when
+    it is not ``op``."""
     timeout_s = svc.settings.write_timeout_s if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     request_id = request_id or new_request_id()
-    who = caller_identity(caller.kid if caller else "", payload.get("app_id"))
+    scoped_app = (
+        payload.app_id if isinstance(payload, StructuredFields | SessionClosePayload) else None
+    )
+    who = caller_identity(caller.kid if caller else "", scoped_app)
     endpoint = endpoint or op
     command_id = scoped_id("c_", tenant, who, user_id, endpoint, request_id)
-    fp = fingerprint(endpoint, user_id, payload)
+    body = wire(payload)
+    fp = fingerprint(endpoint, user_id, body)
     record = Idempotency(svc.stores.redis.client, tenant, command_id, fp)
     cmd = Command(
         op=op,
         command_id=command_id,
         tenant_id=tenant,
         user_id=user_id,
-        payload=payload,
+        payload=body,
         at=datetime.now(UTC),
     )
     if op in SEALED_COMMAND_OPS:  # the user's words travel sealed with the user's key
-        sealed = seal_payload(svc.memories.cipher, user_id, payload, tenant)
+        sealed = seal_payload(svc.memories.cipher, user_id, body, tenant)
         cmd = cmd.model_copy(update={"payload": {}, "sealed": sealed})
     bus = svc.stores.kafka
-    result: dict[str, Any] | None
+    result: JsonObject | None
     try:
         first = await asyncio.to_thread(record.claim)  # 40901 for another request
         if first is not None:  # answered before: the same answer, nothing sent
@@ -87,12 +109,17 @@ async def run_command(
             f"request_id={request_id} (idempotent)",
             {"request_id": request_id},
         )
-    if result.get("code", 0) != 0:
-        raise ApiError(ErrorCode(result["code"]), result.get("msg", "command failed"))
-    return result.get("data")
+    code = result.get("code", 0)
+    if code != 0:
+        known = ErrorCode(code) if isinstance(code, int) else ErrorCode.INTERNAL
+        raise ApiError(known, str(result.get("msg", "command failed")))
+    data = result.get("data")
+    if not isinstance(data, dict):  # every handler answers an object
+        raise ApiError(ErrorCode.INTERNAL, f"the writer answered {op} without data")
+    return data
 
 
-def _wait(svc: Services, result_id: str, deadline: float) -> dict[str, Any] | None:
+def _wait(svc: Services, result_id: str, deadline: float) -> JsonObject | None:
     client = svc.stores.redis.client
     key = result_key(result_id)
     while (left := deadline - time.monotonic()) > 0:

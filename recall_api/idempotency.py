@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from typing import Any
+from collections.abc import Mapping
 
 import redis
+from pydantic import JsonValue
 
 from recall_api.errors import ApiError
 from schemas.errors import ErrorCode
@@ -38,8 +39,9 @@ def new_request_id() -> str:
     return f"r_{uuid.uuid4().hex}"
 
 
-def fingerprint(endpoint: str, user_id: int, body: dict[str, Any]) -> str:
-    """A hash of the canonical request (sorted keys, ``request_id`` left out)."""
+def fingerprint(endpoint: str, user_id: int, body: Mapping[str, JsonValue]) -> str:
+    """A hash of the canonical request (sorted keys, ``request_id`` left out): a write's
+    JSON body, or the command payload it becomes (``recall_api.commands.wire``)."""
     canon = {k: v for k, v in body.items() if k != "request_id"}
     raw = json.dumps([endpoint, user_id, canon], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(raw.encode()).hexdigest()
@@ -66,7 +68,7 @@ class Idempotency:
         self.key = scoped(tenant, f"idem:{write_id}")
         self.fp = fp
 
-    def claim(self) -> dict[str, Any] | None:
+    def claim(self) -> dict[str, JsonValue] | None:
         """Record the fingerprint (first caller wins); 40901 when the id was used for
         another request; the first answer when there is one, else None (send it)."""
         pipe = self.client.pipeline()
@@ -81,7 +83,7 @@ class Idempotency:
             )
         return json.loads(rec["answer"]) if rec.get("answer") else None
 
-    def remember(self, answer: dict[str, Any]) -> None:
+    def remember(self, answer: Mapping[str, JsonValue]) -> None:
         """Keep the answer, for a resend; a lost record only costs a resend to the writer."""
         try:
             self.client.hset(self.key, "answer", json.dumps(answer, default=str))

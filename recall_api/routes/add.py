@@ -23,6 +23,7 @@ from recall_api.idempotency import (
 from schemas.api import Envelope
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent
+from schemas.payloads import StructuredFields
 from schemas.requests import AddRequest, StructuredRequest
 from schemas.responses import AddAccepted, StructuredAdded, TaskStatus
 from sinks.errors import StoreUnavailable
@@ -176,7 +177,9 @@ async def add_structured(body: StructuredRequest, svc: ServicesDep, caller: Call
     """Write one memory directly (no extraction, no evolution); answers once durable."""
     caller.check_write_scope(body.level, body.app_id)
     check_switch(svc, body.user_id, body.app_id, caller.tenant)
-    payload = body.model_dump(mode="json", exclude={"request_id", "user_id"}, exclude_none=True)
+    payload = StructuredFields.model_validate(
+        body.model_dump(exclude={"request_id", "user_id"}, exclude_none=True)
+    )
     data = await run_command(
         svc,
         "add_structured",

@@ -3,8 +3,6 @@ history and change_log (reads of ClickHouse)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 
 from recall_api.commands import run_command
@@ -12,6 +10,7 @@ from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from schemas.api import Envelope
 from schemas.errors import ErrorCode
+from schemas.payloads import DeletePayload, UpdatePayload
 from schemas.requests import (
     BatchDeleteRequest,
     ChangeLogRequest,
@@ -30,11 +29,12 @@ async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> Re
     t = caller.tenant
     if caller.is_app:
         caller.writable(svc.memories.get(body.user_id, body.memory_id, tenant=t), body.memory_id)
-    payload = body.model_dump(
-        mode="json", exclude={"user_id", "request_id", "clear_expire_at"}, exclude_none=True
+    fields = body.model_dump(
+        exclude={"user_id", "request_id", "clear_expire_at"}, exclude_none=True
     )
     if body.clear_expire_at:
-        payload["expire_at"] = None
+        fields["expire_at"] = None  # present and null: cleared
+    payload = UpdatePayload.model_validate(fields)
     data = await run_command(
         svc, "update", body.user_id, payload, body.request_id, tenant=t, caller=caller
     )
@@ -45,10 +45,9 @@ async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> Re
 async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """Soft delete: gone from recall when this returns; purged after the retention."""
     t = caller.tenant
-    payload: dict[str, Any] = {"memory_ids": [body.memory_id]}
     if caller.is_app:
         caller.writable(svc.memories.get(body.user_id, body.memory_id, tenant=t), body.memory_id)
-        payload["access"] = caller.access_payload()
+    payload = caller.narrow(DeletePayload(memory_ids=[body.memory_id]))
     data = await run_command(
         svc, "delete", body.user_id, payload, body.request_id, tenant=t, caller=caller
     )
@@ -63,15 +62,14 @@ async def batch_delete(body: BatchDeleteRequest, svc: ServicesDep, caller: Calle
     ids it may only read 40101; a scope (even an empty one) is narrowed to its apps."""
     if body.scope is not None:
         caller.check_app(body.scope.app_id)
-    payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
-    if caller.is_app:
-        if body.memory_ids:
-            rows = svc.memories.load(body.user_id, memory_ids=body.memory_ids, tenant=caller.tenant)
-            found = {r.memory_id: r for r in rows}
-            for mid in body.memory_ids:
-                if mid in found:
-                    caller.writable(found[mid], mid)
-        payload["access"] = caller.access_payload()
+    if caller.is_app and body.memory_ids:
+        rows = svc.memories.load(body.user_id, memory_ids=body.memory_ids, tenant=caller.tenant)
+        found = {r.memory_id: r for r in rows}
+        for mid in body.memory_ids:
+            if mid in found:
+                caller.writable(found[mid], mid)
+    selector = body.model_dump(exclude={"user_id", "request_id"}, exclude_none=True)
+    payload = caller.narrow(DeletePayload.model_validate(selector))
     data = await run_command(
         svc,
         "delete",

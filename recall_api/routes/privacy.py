@@ -16,6 +16,7 @@ from recall_api.errors import ApiError, ok
 from schemas.api import Envelope
 from schemas.enums import Level, Status
 from schemas.errors import ErrorCode
+from schemas.payloads import DeletePayload, DeleteScopeSpec
 from schemas.requests import ExportRequest, PurgeRequest, SwitchRequest, UserListRequest
 from schemas.responses import (
     ExportStarted,
@@ -73,10 +74,10 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> Resp
     the lifecycle removes it physically after the retention (the answer says when).
     Admin keys only (an app key deletes its own memories with batch_delete)."""
     caller.require_admin("purge")
-    payload: dict[str, Any] = {
-        "scope": body.scope.model_dump(exclude_none=True) if body.scope else {},
-        "reason": "purge requested",
-    }
+    scope = DeleteScopeSpec.model_validate(
+        body.scope.model_dump(exclude_none=True) if body.scope else {}
+    )
+    payload = DeletePayload(scope=scope, reason="purge requested")
     shredded = None
     if body.scope is None:
         # Crypto-shredding first: destroying the user's data key makes every sealed copy
@@ -85,7 +86,7 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> Resp
         # survives either. A scoped purge keeps the key (the user's other memories).
         await asyncio.to_thread(svc.memories.cipher.destroy, body.user_id, caller.tenant)
         shredded = export.delete_user_exports(svc, body.user_id, caller.tenant)
-        payload["shred"] = True
+        payload = payload.model_copy(update={"shred": True})
     data = await run_command(
         svc,
         "delete",

@@ -8,6 +8,7 @@ from recall_api.commands import run_command
 from recall_api.deps import CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import ok
 from schemas.api import Envelope
+from schemas.payloads import SessionClosePayload
 from schemas.requests import SessionCloseRequest
 from schemas.responses import SessionClosed
 
@@ -19,7 +20,9 @@ async def close(
     body: SessionCloseRequest, svc: ServicesDep, recaller: RecallerDep, caller: CallerDep
 ) -> Response:
     caller.check_write_scope("SESSION", body.app_id)
-    payload = body.model_dump(mode="json", exclude={"user_id", "request_id"}, exclude_none=True)
+    payload = SessionClosePayload.model_validate(
+        body.model_dump(exclude={"user_id", "request_id"}, exclude_none=True)
+    )
     data = await run_command(
         svc,
         "session_close",
