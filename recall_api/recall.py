@@ -53,7 +53,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -110,6 +110,20 @@ class RecallParams:
     top_k: int
     min_relevance: float | None  # None = the setting (per app)
     timeout_ms: int
+
+
+class _Search(NamedTuple):
+    """One recall's search as ``_run`` resolved it, read by both ways of gathering
+    candidates (``_hot``: the held index; ``_cold``: the stores, for archived or as-of
+    recalls): the app's settings, the scope's predicate, the query vector (None:
+    lexical only), how many to fetch and the deadline."""
+
+    p: RecallParams
+    s: Settings
+    pred: RecallPredicate
+    qvec: np.ndarray | None
+    limit: int
+    call: Deadline
 
 
 class Recaller:
@@ -266,11 +280,11 @@ class Recaller:
                 raise RecallTimeout("query embedding did not finish in time") from None
             call.check()
         t1 = time.perf_counter()
-        limit = overfetch_for(p.top_k, s)
+        search = _Search(p, s, pred, qvec, overfetch_for(p.top_k, s), call)
         if p.scope.include_archived or p.scope.as_of is not None:
-            gathered = self._cold(p, s, pred, qvec, limit, call)
+            gathered = self._cold(search)
         else:
-            gathered = self._hot(p, s, pred, qvec, limit, call, loaded)
+            gathered = self._hot(search, loaded)
         call.check()
         t2 = time.perf_counter()
         ranked = self._rank(p, s, qvec, *gathered)
@@ -279,16 +293,8 @@ class Recaller:
         metrics.STAGE_RANK.observe(time.perf_counter() - t2)
         return ranked
 
-    def _hot(
-        self,
-        p: RecallParams,
-        s: Settings,
-        pred: RecallPredicate,
-        qvec: np.ndarray | None,
-        limit: int,
-        call: Deadline,
-        loaded: UserIndex | None = None,
-    ) -> Gathered:
+    def _hot(self, search: _Search, loaded: UserIndex | None = None) -> Gathered:
+        p, s, pred, qvec, limit, call = search
         user, tenant = p.scope.user_id, p.scope.tenant_id
         idx = loaded  # (an empty UserIndex is falsy: test for None)
         if idx is None:
@@ -324,15 +330,8 @@ class Recaller:
 
         return facts, dense, lexical, records
 
-    def _cold(
-        self,
-        p: RecallParams,
-        s: Settings,
-        pred: RecallPredicate,
-        qvec: np.ndarray | None,
-        limit: int,
-        call: Deadline,
-    ) -> Gathered:
+    def _cold(self, search: _Search) -> Gathered:
+        p, s, pred, qvec, limit, call = search
         user, tenant = p.scope.user_id, p.scope.tenant_id
         entry = self.cold.peek(user, tenant=tenant)
         if entry is None:
