@@ -183,13 +183,8 @@ class ClickHouseStore:
     @classmethod
     def from_settings(cls, s: Settings) -> ClickHouseStore:
         """The store ``s`` names: its server (``clickhouse_url``), else the embedded chDB."""
-        return cls(
-            s.clickhouse_target,
-            s.clickhouse_database,
-            s.clickhouse_user,
-            s.clickhouse_password.get_secret_value(),
-            s.clickhouse_cluster,
-        )
+        user, password = s.clickhouse_user, s.clickhouse_password.get_secret_value()
+        return cls(s.clickhouse_target, s.clickhouse_database, user, password, s.clickhouse_cluster)
 
     @property
     def embedded(self) -> bool:
