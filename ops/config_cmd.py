@@ -14,7 +14,6 @@ import argparse
 import json
 import logging
 import sys
-from typing import Any
 
 from core.live_config import (
     LIVE_SETTINGS,
@@ -84,7 +83,7 @@ def cmd_unset(args: argparse.Namespace) -> int:
     return _change(args, None)
 
 
-def _change(args: argparse.Namespace, value: Any) -> int:
+def _change(args: argparse.Namespace, value: object) -> int:
     try:
         s = _settings()
         key = ConfigKey(args.key, args.app)
@@ -138,15 +137,15 @@ def cmd_get(args: argparse.Namespace) -> int:
     return 0
 
 
-def _row(r: ConfigRecord) -> dict[str, Any]:
+def _row(r: ConfigRecord) -> dict[str, object]:
     return {"setting": r.key.name, "app": r.key.app_id, "value": r.value, "by": r.by, "at": r.at}
 
 
-def effective(base: Settings, state: LiveState, key: ConfigKey) -> dict[str, Any]:
+def effective(base: Settings, state: LiveState, key: ConfigKey) -> dict[str, object]:
     """One setting as a process sees it now, and whether a live change made it so."""
     seen = state.current.for_app(key.app_id)
     start = base.for_app(key.app_id)
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "setting": key.name,
         "app": key.app_id,
         "value": _shown(seen, key.name),
@@ -162,11 +161,11 @@ def effective(base: Settings, state: LiveState, key: ConfigKey) -> dict[str, Any
     return out
 
 
-def _shown(s: Settings, name: str) -> Any:
+def _shown(s: Settings, name: str) -> object:
     return s.masked()[name]
 
 
-def show_live(s: Settings) -> dict[str, Any]:
+def show_live(s: Settings) -> dict[str, object]:
     """``config show``: the effective values with the live ones on top, and which are live
     (start-time values alone, with a note on stderr, when Kafka does not answer)."""
     try:

@@ -20,10 +20,9 @@ import argparse
 import json
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -144,9 +143,13 @@ def read_dlq(consumer: Consumer, topic: str, timeout: float) -> Iterator[DeadLet
             )
 
 
-def _headers(pairs: Any) -> dict[str, str]:
-    """A record's headers as text (confluent-kafka gives a list of (name, bytes) pairs)."""
-    return {str(k): _bytes(v).decode("utf-8", "replace") for k, v in pairs or []}
+Header = str | bytes | None
+
+
+def _headers(pairs: Sequence[tuple[str, Header]] | Mapping[str, Header] | None) -> dict[str, str]:
+    """A record's headers as text (a consumer gives a list of (name, bytes) pairs)."""
+    items = pairs.items() if isinstance(pairs, Mapping) else pairs or []
+    return {str(k): _bytes(v).decode("utf-8", "replace") for k, v in items}
 
 
 def _bytes(value: str | bytes | None) -> bytes:

@@ -13,7 +13,6 @@ import argparse
 import json
 import sys
 from datetime import date
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -24,7 +23,7 @@ from models.factory import build_llm
 from schemas.events import ConversationEvent
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``extract`` on the main CLI's subparsers (sets ``func=run``)."""
     p = subparsers.add_parser(
         "extract",

@@ -14,7 +14,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -35,7 +34,7 @@ KEEP = (
 )
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     exp = subparsers.add_parser("export", help="download all memories and changes of a user")
     exp.add_argument("--user", type=int, required=True)
     exp.add_argument("--out", type=Path, help="file to write (default: export-<user>.jsonl)")
