@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 import httpx
 
@@ -22,7 +21,7 @@ from ops.client_auth import auth_headers
 from recall_api.serving import api_base_url, client_verify
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("sql", help="read-only SQL on the ClickHouse store")
     p.add_argument("query")
     p.add_argument("--max-rows", type=int, default=1000)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TypedDict
 
 from core.capacity import important_blocked
 from core.delete_scope import DeleteScope, Grant, allowed
@@ -23,6 +23,7 @@ from dataflows.ingest.writer import Writer, counters_of
 from schemas.commands import Command
 from schemas.enums import Level, MemType, OpSource, Status
 from schemas.errors import ErrorCode
+from schemas.json_types import JsonObject
 from schemas.memory import MemoryRecord
 from schemas.payloads import Access, DeletePayload, SessionClosePayload, UpdatePayload
 from schemas.tenants import UserKey, id_parts
@@ -42,6 +43,19 @@ def _lookup(writer: Writer, cmd: Command, ids: list[str]) -> dict[str, MemoryRec
     return found
 
 
+class _Changes(TypedDict, total=False):
+    """The fields of a ``MemoryRecord`` an update may change."""
+
+    updated_at: datetime
+    content: str
+    content_hash: str
+    weight_at: datetime
+    weight: float
+    is_important: bool
+    expire_at: datetime | None
+    custom_tags: JsonObject
+
+
 @handler("update", UpdatePayload)
 def update(writer: Writer, cmd: Command, p: UpdatePayload, now: datetime) -> Applied:
     given = p.model_fields_set  # a key left out keeps its value; expire_at null clears it
@@ -52,17 +66,15 @@ def update(writer: Writer, cmd: Command, p: UpdatePayload, now: datetime) -> App
             missing = error(ErrorCode.NOT_FOUND, f"memory '{p.memory_id}' not found")
             return answer(cmd, WriteBatch(), missing)
         important = old.is_important if p.is_important is None else p.is_important
-        changes: dict[str, Any] = {"updated_at": now}
+        changes: _Changes = {"updated_at": now}
         text = (p.content or "").strip()
         if text and text != old.content:
-            changes.update(
-                content=text,
-                content_hash=content_hash(text),
-                weight_at=now,
-                weight=max(
-                    old.weight,
-                    initial_weight(old.ownership, old.mem_type, writer.s, is_important=important),
-                ),
+            changes["content"] = text
+            changes["content_hash"] = content_hash(text)
+            changes["weight_at"] = now
+            changes["weight"] = max(
+                old.weight,
+                initial_weight(old.ownership, old.mem_type, writer.s, is_important=important),
             )
         if p.is_important is not None and p.is_important != old.is_important:
             if (
