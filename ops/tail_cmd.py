@@ -16,11 +16,11 @@ import json
 import os
 import sys
 import uuid
-from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from schemas.events import TOPIC_CHANGES
+from schemas.json_types import JsonObject
 from schemas.tenants import DEFAULT_TENANT, check_tenant
 
 
@@ -54,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def keep(event: dict[str, Any], user: int | None, tenant: str | None) -> bool:
+def keep(event: JsonObject, user: int | None, tenant: str | None) -> bool:
     """Whether a change event passes ``--user`` / ``--tenant`` (None: any)."""
     if user is not None and event.get("user_id") != user:
         return False

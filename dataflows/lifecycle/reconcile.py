@@ -34,6 +34,7 @@ import redis
 
 from dataflows.runtime import Runtime
 from schemas.enums import Status
+from schemas.memory import MemoryRecord
 from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.change_events import milvus_row
 from sinks.memory_filter import MemoryFilter
@@ -175,7 +176,7 @@ def _repair(
         owner = {i: u for i, u in owner.items() if u in wanted}
     if not owner:
         return gone
-    records: dict[str, Any] = {}
+    records: dict[str, MemoryRecord] = {}
     by_tenant: dict[str, set[int]] = {}
     for key in owner.values():
         by_tenant.setdefault(key.tenant, set()).add(key.user_id)

@@ -32,6 +32,7 @@ from dataflows.lifecycle.rules import Action, Planned, plan_memory
 from dataflows.lifecycle.submit import Via
 from dataflows.runtime import Runtime
 from schemas.enums import Ownership, Status
+from schemas.json_types import JsonObject
 from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.lifecycle_queries import DueBounds
 from sinks.memory_filter import MemoryFilter
@@ -74,18 +75,18 @@ class ScanRow:
     archived_at: datetime | None
     deleted_at: datetime | None
     updated_at: datetime
-    custom_tags: dict[str, Any] = field(default_factory=dict)
+    custom_tags: JsonObject = field(default_factory=dict)
     tenant_id: str = DEFAULT_TENANT
 
     @classmethod
     def of(
-        cls, r: dict[str, Any], tags_of: Callable[[int, str, str], dict[str, Any]] | None = None
+        cls, r: dict[str, Any], tags_of: Callable[[int, str, str], JsonObject] | None = None
     ) -> ScanRow:
         """``tags_of`` opens the sealed tags (``MemoryStore.tags_of``); only AGENT rows
         need them (the persona exemption)."""
         ownership = Ownership(r["ownership"])
         tenant = str(r.get("tenant_id") or DEFAULT_TENANT)
-        tags: dict[str, Any] = {}
+        tags: JsonObject = {}
         if ownership is Ownership.AGENT:
             raw = r["custom_tags"] or ""
             tags = tags_of(int(r["user_id"]), raw, tenant) if tags_of else json.loads(raw or "{}")
