@@ -22,7 +22,7 @@ at all (local mode, loopback only) the caller is the local operator of tenant
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from core.apikeys import KeyRecord
@@ -136,7 +136,7 @@ class Caller:
         access = self.access_payload()
         return payload if access is None else payload.model_copy(update={"access": access})
 
-    def may_see_task(self, task: dict) -> bool:
+    def may_see_task(self, task: Mapping[str, object]) -> bool:
         if task.get("tenant_id", DEFAULT_TENANT) != self.tenant:
             return False
         if not self.is_app:

@@ -7,6 +7,7 @@ import json
 import threading
 import time
 
+from confluent_kafka import KafkaError, Message
 from fastapi import APIRouter, Response
 from pydantic import ValidationError
 
@@ -139,7 +140,8 @@ def deliver(
     acked = threading.Event()
     failure: list[str] = []
 
-    def delivered(err, _msg) -> None:  # on whichever thread polls the producer
+    # on whichever thread polls the producer; here too, with the error, when not queued
+    def delivered(err: KafkaError | StoreUnavailable | None, _msg: Message | None) -> None:
         if err is not None:
             failure.append(str(err))
             result = TaskResult(
