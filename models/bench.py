@@ -11,11 +11,11 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
-from typing import Any
 
 from core.settings import Settings
 from models.embedding.base import Embedder
 from models.factory import build_embedder
+from schemas.json_types import JsonObject
 
 _SUBJECTS = ["User", "The user", "My sister", "Our team lead", "The assistant", "My doctor"]
 _VERBS = [
@@ -63,7 +63,7 @@ def sentences(n: int) -> list[str]:
 
 def bench_embedding(
     settings: Settings, n: int = 1000, *, embedder: Embedder | None = None, queries: int = 200
-) -> dict[str, Any]:
+) -> JsonObject:
     """Measure batch throughput and single-query latency; returns plain numbers."""
     started = time.perf_counter()
     emb = embedder or build_embedder(settings.model_copy(update={"embedding_cache_size": 0}))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -86,11 +87,11 @@ class JsonHttp:
         if self._owns_client:
             self._client.close()
 
-    def post(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def post(self, payload: Mapping[str, object]) -> dict[str, Any]:
         """Send ``payload``; return the decoded JSON object of a 2xx answer."""
         return self._retrying(self._send, payload)
 
-    def _send(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _send(self, payload: Mapping[str, object]) -> dict[str, Any]:
         """One attempt: the decoded answer, or the typed error (``_worth_retrying`` says
         whether the policy tries again)."""
         try:

@@ -27,11 +27,14 @@ Attention is spelled out in plain ops (faster here than ``MultiHeadAttention``),
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from models.embedding.e5_file import E5File
+
+if TYPE_CHECKING:  # onnx is imported when a graph is built
+    from onnx import NodeProto, TensorProto
 
 WEIGHTS = ("int8", "fp32")
 _MS = "com.microsoft"
@@ -39,8 +42,8 @@ _MS = "com.microsoft"
 
 class _Graph:
     def __init__(self) -> None:
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
+        self.nodes: list[NodeProto] = []
+        self.inits: list[TensorProto] = []
 
     def const(self, name: str, arr: np.ndarray) -> str:
         from onnx import numpy_helper

@@ -19,7 +19,7 @@ import re
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from datetime import date
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -33,6 +33,7 @@ from models.prompts import extract_facts as extract_prompt
 from schemas.enums import OpType, Ownership
 from schemas.events import Message, Strategy
 from schemas.facts import ChatMessage, Decision, Fact, SimilarLike, as_similar
+from schemas.json_types import JsonObject
 
 T = TypeVar("T")
 
@@ -73,7 +74,7 @@ class LLM(LLMLike):
         return None
 
 
-def parse_json_object(raw: str) -> dict[str, Any]:
+def parse_json_object(raw: str) -> JsonObject:
     """The JSON object in a model's answer, tolerating code fences and <think> blocks."""
     text = _FENCE.sub("", _THINK.sub("", raw).strip()).strip()
     try:
@@ -132,7 +133,7 @@ class PromptedLLM(LLM):
             lambda obj: consolidate_prompt.to_summary(obj, ctx),
         )
 
-    def _ask(self, messages: list[ChatMessage], convert: Callable[[dict[str, Any]], T]) -> T:
+    def _ask(self, messages: list[ChatMessage], convert: Callable[[JsonObject], T]) -> T:
         for attempt in (1, 2):
             raw = ""
             try:

@@ -7,8 +7,6 @@ HTTP retries and timeouts come from :class:`models.http.JsonHttp`.
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 
 from models.errors import LLMTimeout, LLMUnavailable, MalformedOutput
@@ -44,7 +42,7 @@ class OpenAILLM(OpenAICompatible, PromptedLLM):
         return f"openai:{self._model or 'default'}"
 
     def _complete(self, messages: list[ChatMessage]) -> str:
-        payload: dict[str, Any] = {"messages": messages, "temperature": 0}
+        payload: dict[str, object] = {"messages": messages, "temperature": 0}
         if self._model:
             payload["model"] = self._model
         if self._json_mode:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.errors import MalformedOutput
 from models.lang import dominant_language
 from schemas.facts import ChatMessage
+from schemas.json_types import JsonObject
 
 VERSION = "consolidate/v2"
 
@@ -78,7 +78,7 @@ def to_messages(ctx: ConsolidateContext) -> list[ChatMessage]:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def to_summary(obj: dict[str, Any], ctx: ConsolidateContext) -> str:
+def to_summary(obj: JsonObject, ctx: ConsolidateContext) -> str:
     """The validated summary; one over the bound is refused, not clipped."""
     text = SummaryResponse.model_validate(obj).summary.strip()
     if not text:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from models.errors import InventedId, MalformedOutput
 from schemas.enums import OpType
 from schemas.facts import ChatMessage, Decision, Similar
+from schemas.json_types import JsonObject
 
 VERSION = "decide/v1"
 
@@ -32,12 +33,12 @@ class DecisionItem(BaseModel):
 
     @field_validator("event", mode="before")
     @classmethod
-    def _upper(cls, v: Any) -> Any:
+    def _upper(cls, v: object) -> object:
         return v.strip().upper() if isinstance(v, str) else v
 
     @field_validator("id", mode="before")
     @classmethod
-    def _id_str(cls, v: Any) -> Any:
+    def _id_str(cls, v: object) -> object:
         return str(v).strip() if isinstance(v, (int, str)) and str(v).strip() else None
 
 
@@ -102,7 +103,7 @@ def to_messages(ctx: DecideContext) -> list[ChatMessage]:
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 
-def to_decisions(obj: dict[str, Any], ctx: DecideContext) -> list[Decision]:
+def to_decisions(obj: JsonObject, ctx: DecideContext) -> list[Decision]:
     """Validate, map small ids back to real ones, reject invented ids, tidy the list.
 
     NONE entries are dropped when anything else happens; a DELETE always comes with an

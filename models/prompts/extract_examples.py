@@ -10,12 +10,12 @@ readable.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from schemas.enums import Ownership
+from schemas.json_types import JsonObject, JsonValue
 
 
-def _example(turns: list[tuple[str, ...]], facts: list[dict[str, Any]]) -> str:
+def _example(turns: list[tuple[str, ...]], facts: list[JsonObject]) -> str:
     """Turns as (role, text), or (role, "Name, YYYY-MM-DD", text) for a named, dated one."""
     shown = "\n".join(_turn(i, *turn) for i, turn in enumerate(turns))
     return f"Input:\n{shown}\nOutput: {json.dumps({'facts': facts}, ensure_ascii=False)}"
@@ -26,7 +26,7 @@ def _turn(index: int, role: str, *rest: str) -> str:
     return f"{label}: {rest[-1]}"
 
 
-def _fact(text: str, source: int = 0, mem_type: str = "SEMANTIC", **more: Any) -> dict[str, Any]:
+def _fact(text: str, source: int = 0, mem_type: str = "SEMANTIC", **more: JsonValue) -> JsonObject:
     return {"text": text, "source": source, "mem_type": mem_type, **more}
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -27,6 +26,7 @@ from models.prompts.extract_examples import examples
 from schemas.enums import MemType, Ownership, Role
 from schemas.events import Message, Strategy
 from schemas.facts import ChatMessage, Fact
+from schemas.json_types import JsonObject
 
 VERSION = "extract_facts/v2"
 
@@ -42,12 +42,12 @@ class ExtractedFact(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _plain_string(cls, v: Any) -> Any:
+    def _plain_string(cls, v: object) -> object:
         return {"text": v} if isinstance(v, str) else v  # Mem0-style ["fact", ...]
 
     @field_validator("mem_type", mode="before")
     @classmethod
-    def _upper(cls, v: Any) -> Any:
+    def _upper(cls, v: object) -> object:
         return v.upper() if isinstance(v, str) else v
 
 
@@ -213,7 +213,7 @@ def to_messages(ctx: ExtractContext) -> list[ChatMessage]:
     return [{"role": "system", "content": system_prompt(ctx)}, {"role": "user", "content": user}]
 
 
-def to_facts(obj: dict[str, Any], ctx: ExtractContext, messages: Sequence[Message]) -> list[Fact]:
+def to_facts(obj: JsonObject, ctx: ExtractContext, messages: Sequence[Message]) -> list[Fact]:
     """Validate the model's JSON and trace every fact to a shown turn; else MalformedOutput."""
     resp = ExtractFactsResponse.model_validate(obj)
     shown = {t.index for t in ctx.turns}
