@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 from datetime import UTC, datetime
+from typing import Protocol
 
 from pydantic import JsonValue
 
@@ -45,6 +46,33 @@ def wire(payload: CommandPayload) -> JsonObject:
     ``expire_at``: null only when asked to clear it), by their wire names (an access's
     ``global``), as JSON."""
     return payload.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class ForUser(Protocol):
+    """A route's request body as its command reads it: whose memories, and the caller's
+    ``request_id`` (None: the API makes one)."""
+
+    @property
+    def user_id(self) -> int: ...
+
+    @property
+    def request_id(self) -> str | None: ...
+
+
+async def send(
+    svc: Services,
+    caller: Caller,
+    op: str,
+    body: ForUser,
+    payload: CommandPayload,
+    endpoint: str | None = None,
+) -> JsonObject:
+    """:func:`run_command` as a route sends it: for the body's user and request id, in
+    the caller's tenant, ``request_id`` owned by the caller."""
+    user, request_id, tenant = body.user_id, body.request_id, caller.tenant
+    return await run_command(
+        svc, op, user, payload, request_id, tenant=tenant, caller=caller, endpoint=endpoint
+    )
 
 
 async def run_command(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from recall_api.commands import run_command
+from recall_api.commands import send
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from schemas.api import Envelope
@@ -35,9 +35,7 @@ async def update(body: UpdateRequest, svc: ServicesDep, caller: CallerDep) -> Re
     if body.clear_expire_at:
         fields["expire_at"] = None  # present and null: cleared
     payload = UpdatePayload.model_validate(fields)
-    data = await run_command(
-        svc, "update", body.user_id, payload, body.request_id, tenant=t, caller=caller
-    )
+    data = await send(svc, caller, "update", body, payload)
     return ok(Updated.model_validate(data))
 
 
@@ -48,9 +46,7 @@ async def delete(body: DeleteRequest, svc: ServicesDep, caller: CallerDep) -> Re
     if caller.is_app:
         caller.writable(svc.memories.get(body.user_id, body.memory_id, tenant=t), body.memory_id)
     payload = caller.narrow(DeletePayload(memory_ids=[body.memory_id]))
-    data = await run_command(
-        svc, "delete", body.user_id, payload, body.request_id, tenant=t, caller=caller
-    )
+    data = await send(svc, caller, "delete", body, payload)
     return ok(Deleted.model_validate(data))
 
 
@@ -70,16 +66,7 @@ async def batch_delete(body: BatchDeleteRequest, svc: ServicesDep, caller: Calle
                 caller.writable(found[mid], mid)
     selector = body.model_dump(exclude={"user_id", "request_id"}, exclude_none=True)
     payload = caller.narrow(DeletePayload.model_validate(selector))
-    data = await run_command(
-        svc,
-        "delete",
-        body.user_id,
-        payload,
-        body.request_id,
-        tenant=caller.tenant,
-        caller=caller,
-        endpoint="batch_delete",
-    )
+    data = await send(svc, caller, "delete", body, payload, endpoint="batch_delete")
     return ok(Deleted.model_validate(data))
 
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
 from recall_api import export
-from recall_api.commands import run_command
+from recall_api.commands import send
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from schemas.api import Envelope
@@ -87,16 +87,7 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> Resp
         await asyncio.to_thread(svc.memories.cipher.destroy, body.user_id, caller.tenant)
         shredded = export.delete_user_exports(svc, body.user_id, caller.tenant)
         payload = payload.model_copy(update={"shred": True})
-    data = await run_command(
-        svc,
-        "delete",
-        body.user_id,
-        payload,
-        body.request_id,
-        tenant=caller.tenant,
-        caller=caller,
-        endpoint="purge",
-    )
+    data = await send(svc, caller, "delete", body, payload, endpoint="purge")
     due = datetime.now(UTC) + timedelta(days=svc.settings.deleted_retention_days)
     extra: dict[str, Any] = {"physical_removal_due": due, "crypto_shredded": shredded is not None}
     if shredded is not None:

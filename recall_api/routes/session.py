@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from recall_api.commands import run_command
+from recall_api.commands import send
 from recall_api.deps import CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import ok
 from schemas.api import Envelope
@@ -23,15 +23,7 @@ async def close(
     payload = SessionClosePayload.model_validate(
         body.model_dump(exclude={"user_id", "request_id"}, exclude_none=True)
     )
-    data = await run_command(
-        svc,
-        "session_close",
-        body.user_id,
-        payload,
-        body.request_id,
-        tenant=caller.tenant,
-        caller=caller,
-    )
+    data = await send(svc, caller, "session_close", body, payload)
     # applied: the next session's first recall finds the user loaded
     recaller.prefetch(body.user_id, caller.tenant)
     return ok(SessionClosed.model_validate(data))
