@@ -4,9 +4,8 @@ values alone (no I/O here; ``sinks.memory_store`` sends them)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
@@ -14,6 +13,7 @@ from core.scope import tag_key_text, tag_value_text
 from core.timeutil import epoch_ms
 from core.write_batch import WriteBatch
 from schemas.enums import OpType
+from schemas.json_types import JsonObject, JsonValue
 from schemas.memory import MemoryRecord
 from sinks.keyring import KeyRing
 
@@ -26,10 +26,10 @@ def _iso(at: datetime | None) -> str | None:
 
 def change_events(
     batch: WriteBatch, origin: str, stored_hash: Callable[[MemoryRecord], str]
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The ``memory.changes`` events of ``batch``: one per change row (NONE rows are no
     change) and a weight-only REFRESH per memory written without one."""
-    events: list[dict[str, Any]] = [
+    events: list[JsonObject] = [
         {
             "op": str(c.op_type),
             "memory_id": c.memory_id,
@@ -72,7 +72,9 @@ def change_events(
     return events
 
 
-def blind_tags(keys: KeyRing, user_id: int, tags: dict[str, Any], tenant: str) -> dict[str, str]:
+def blind_tags(
+    keys: KeyRing, user_id: int, tags: Mapping[str, JsonValue], tenant: str
+) -> dict[str, str]:
     """``{token(key): token(key, value)}`` under the user's current data key."""
     return {
         keys.blind(user_id, tag_key_text(k), tenant): keys.blind(
@@ -84,9 +86,9 @@ def blind_tags(keys: KeyRing, user_id: int, tags: dict[str, Any], tenant: str) -
 
 def milvus_row(
     m: MemoryRecord, vector: np.ndarray | None, tags: dict[str, str] | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """A Milvus row; ``tags`` are the blind tokens (``blind_tags``), never the tags."""
-    row: dict[str, Any] = {
+    row: dict[str, object] = {
         "memory_id": m.memory_id,
         "user_id": str(m.user_id),
         "tenant_id": m.tenant_id,

@@ -14,9 +14,16 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from typing import Any
+from typing import Protocol
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
 from confluent_kafka.admin import NewTopic
 
 from core.live_config import Applied, ConfigKey, ConfigRecord, ConfigRefused, LiveState
@@ -32,6 +39,12 @@ log = logging.getLogger(__name__)
 KAFKA_LOG = logging.getLogger("memstream.kafka.config")
 
 RawRecord = tuple[bytes | None, bytes | None]
+
+
+class SettingsHolder(Protocol):
+    """What keeps the live settings: its ``settings`` is swapped whole on each change."""
+
+    settings: Settings
 
 
 def ensure_config_topic(bus: KafkaBus, timeout: float = 10.0) -> None:
@@ -55,7 +68,7 @@ def publish(bus: KafkaBus, record: ConfigRecord, timeout: float = 10.0) -> None:
     key, value = record.encode()
     errors: list[str] = []
 
-    def delivered(err: Any, _msg: Any) -> None:
+    def delivered(err: KafkaError | None, _msg: Message) -> None:
         if err is not None:
             errors.append(str(err))
 
@@ -68,17 +81,15 @@ def publish(bus: KafkaBus, record: ConfigRecord, timeout: float = 10.0) -> None:
 
 
 def _consumer(bus: KafkaBus) -> Consumer:
-    return Consumer(
-        bus.client_config(
-            {
-                "group.id": f"memstream-config-{uuid.uuid4().hex[:8]}",  # never committed
-                "enable.auto.commit": False,
-                "socket.timeout.ms": 5000,
-                "fetch.wait.max.ms": 500,  # answered at the first record: only idle asks wait
-                "logger": KAFKA_LOG,
-            }
-        )
+    conf = bus.client_config(
+        {
+            "group.id": f"memstream-config-{uuid.uuid4().hex[:8]}",  # never committed
+            "enable.auto.commit": False,
+            "socket.timeout.ms": 5000,
+            "fetch.wait.max.ms": 500,  # answered at the first record: only idle asks wait
+        }
     )
+    return Consumer({**conf, "logger": KAFKA_LOG})
 
 
 def _partitions(consumer: Consumer, name: str, timeout: float) -> list[int] | None:
@@ -176,7 +187,7 @@ class ConfigFollower:
         self.applied = 0
         self.refused = 0
         self.ready = threading.Event()
-        self._holders: list[Any] = []
+        self._holders: list[SettingsHolder] = []
         self._lock = threading.Lock()  # attach vs. a swap: never on a reader's path
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="config-follower", daemon=True)
@@ -185,7 +196,7 @@ class ConfigFollower:
     def current(self) -> Settings:
         return self.state.current
 
-    def attach(self, *holders: Any) -> ConfigFollower:
+    def attach(self, *holders: SettingsHolder) -> ConfigFollower:
         with self._lock:
             for h in holders:
                 h.settings = self.state.current
@@ -273,6 +284,6 @@ class ConfigFollower:
         )
 
 
-def follow_config(bus: KafkaBus, base: Settings, *holders: Any) -> ConfigFollower:
+def follow_config(bus: KafkaBus, base: Settings, *holders: SettingsHolder) -> ConfigFollower:
     """Start a follower of ``memory.config`` that keeps ``holders``' settings live."""
     return ConfigFollower(bus, base).attach(*holders).start()

@@ -16,8 +16,11 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
 
 from core import metrics, record_codec
 from core.capacity import paged_out
@@ -34,7 +37,7 @@ from sinks.user_snapshot import Snapshot, UserSnapshots
 _P_ID, _P_STATUS = record_codec.POS["memory_id"], record_codec.POS["status"]
 
 
-def _pager(settings: Settings) -> Any:
+def _pager(settings: Settings) -> Callable[[MemoryRecord], bool]:
     """``core.capacity.paged_out`` at the moment of the call, with these settings."""
 
     def pages(m: MemoryRecord) -> bool:
@@ -262,7 +265,7 @@ class HotCache:
         return self.settings is not None and _pager(self.settings)(m)
 
     @staticmethod
-    def _page_out(idx: UserIndex, m: MemoryRecord, vec: Any) -> None:
+    def _page_out(idx: UserIndex, m: MemoryRecord, vec: np.ndarray | None) -> None:
         """Under ``idx.lock``: hold ``m`` (paged out) in ``idx.paged``: moved from the
         ACTIVE rows (an eviction), or updated in place; without a row to keep, gone."""
         if not idx.page_out(m):

@@ -13,10 +13,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -30,7 +29,7 @@ from confluent_kafka.admin import (
 from core.settings import Settings
 from schemas.events import ALL_TOPICS, topic
 from sinks.errors import StoreUnavailable, TopicsNotReady
-from sinks.kafka_config import kafka_security_config
+from sinks.kafka_config import ConfValue, KafkaConf, kafka_security_config
 from sinks.topic_config import PLAINTEXT_TOPICS, topic_config
 
 log = logging.getLogger(__name__)
@@ -68,11 +67,11 @@ class KafkaBus:
             security=kafka_security_config(s),
         )
 
-    def client_config(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def client_config(self, extra: Mapping[str, ConfValue] | None = None) -> KafkaConf:
         """The config of any client of this bus: bootstrap, security, then ``extra``."""
         return {"bootstrap.servers": self.bootstrap, **self.security, **(extra or {})}
 
-    def _base_conf(self) -> dict[str, Any]:
+    def _base_conf(self) -> KafkaConf:
         return self.client_config({"socket.timeout.ms": 5000})
 
     def setup(self) -> None:
@@ -173,7 +172,12 @@ class KafkaBus:
         return topic(self.prefix, base)
 
     def produce_json(
-        self, topic: str, key: str, value: Any, headers: dict | None = None, on_delivery: Any = None
+        self,
+        topic: str,
+        key: str,
+        value: object,
+        headers: dict | None = None,
+        on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
     ) -> None:
         """Queue one JSON message; a local queue still full after a 1 s drain is unavailable."""
         payload = (
@@ -208,7 +212,7 @@ class KafkaBus:
 
 
 def wait_for_topics(
-    config: Mapping[str, Any],
+    config: Mapping[str, ConfValue],
     topics: Iterable[str],
     timeout: float = 30.0,
     stop: threading.Event | None = None,

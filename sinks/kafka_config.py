@@ -10,9 +10,14 @@ for a plaintext broker.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from core.settings import Settings
+
+# A librdkafka setting's value, as confluent-kafka's AdminClient types it; a config maps
+# the settings' names ("linger.ms") to them. (A consumer or producer also takes a
+# Python object or two, e.g. a Logger as "logger": added beside the config.)
+ConfValue = str | int | float | bool
+KafkaConf = dict[str, ConfValue]
 
 
 def kafka_security_config(s: Settings) -> dict[str, str]:
@@ -41,6 +46,6 @@ def kafka_security_config(s: Settings) -> dict[str, str]:
     return conf
 
 
-def kafka_client_config(s: Settings, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def kafka_client_config(s: Settings, extra: Mapping[str, ConfValue] | None = None) -> KafkaConf:
     """``bootstrap.servers`` + security + the caller's own keys (librdkafka names)."""
     return {"bootstrap.servers": s.kafka_bootstrap, **kafka_security_config(s), **(extra or {})}

@@ -16,8 +16,10 @@ they are covered by that topic's retention (``sinks.topic_config``).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from schemas.json_types import JsonObject
 from sinks.keyring import DEFAULT_TENANT, KeyRing
 
 SEALED_VERSION = 2
@@ -55,11 +57,11 @@ def sealed_size(plain_bytes: int) -> int:
     return (plain_bytes + 2) // 3 * 4 + 512
 
 
-def is_sealed(data: dict[str, Any]) -> bool:
+def is_sealed(data: Mapping[str, object]) -> bool:
     return "sealed" in data and isinstance(data.get("sealed"), str)
 
 
-def open_event(keys: KeyRing, data: dict[str, Any]) -> dict[str, Any]:
+def open_event(keys: KeyRing, data: dict[str, Any]) -> JsonObject:
     """The event inside a sealed value; KeyDestroyed after a purge, DecryptionError if
     altered. The outer user_id and tenant must be the inner ones (the key that opened it
     is that tenant's user's; a value cannot change users or tenants)."""
@@ -73,9 +75,9 @@ def open_event(keys: KeyRing, data: dict[str, Any]) -> dict[str, Any]:
     return inner
 
 
-def seal_payload(keys: KeyRing, user_id: int, payload: dict[str, Any], tenant: str) -> str:
+def seal_payload(keys: KeyRing, user_id: int, payload: Mapping[str, object], tenant: str) -> str:
     return keys.encrypt(user_id, json.dumps(payload, ensure_ascii=False, default=str), tenant)
 
 
-def open_payload(keys: KeyRing, user_id: int, sealed: str, tenant: str) -> dict[str, Any]:
+def open_payload(keys: KeyRing, user_id: int, sealed: str, tenant: str) -> JsonObject:
     return json.loads(keys.decrypt(user_id, sealed, tenant))

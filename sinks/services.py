@@ -24,12 +24,12 @@ import contextlib
 import logging
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from core.seams import EmbedderLike
 from core.settings import Settings
 from sinks.changelog import ChangeLog
-from sinks.config_topic import ConfigFollower, follow_config
+from sinks.config_topic import ConfigFollower, SettingsHolder, follow_config
 from sinks.hot_cache import HotCache
 from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore
@@ -106,7 +106,7 @@ class Services:
             embedder=embedder,
         )
 
-    def keep_live(self, *holders: Any) -> None:
+    def keep_live(self, *holders: SettingsHolder) -> None:
         """Give ``holders`` (the app state) this process's live settings, now and at
         every ``memory.config`` change; nothing where the config is not followed."""
         if self.config is not None:
@@ -171,7 +171,11 @@ def open_services(
         yield services
 
 
-def _close(name: str, store: Any) -> None:
+class _Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+def _close(name: str, store: _Closeable) -> None:
     try:
         store.close()
     except Exception:

@@ -21,7 +21,7 @@ them here, one row at a time:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -32,6 +32,7 @@ from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+R = TypeVar("R", bound=Mapping[str, object])  # a row read through ``select_list``
 
 TIME_COLUMNS = frozenset({
     "weight_at", "created_at", "updated_at", "last_recalled_at", "expire_at",
@@ -74,7 +75,7 @@ def instant(row: dict[str, Any], column: str) -> datetime | None:
         return at
 
 
-def decode_rows(rows: Sequence[dict[str, Any]], build: Callable[[dict[str, Any]], T]) -> list[T]:
+def decode_rows(rows: Sequence[R], build: Callable[[R], T]) -> list[T]:
     """``build(row)`` for each row; a row it cannot decode is skipped, counted, logged."""
     out: list[T] = []
     for row in rows:

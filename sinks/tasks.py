@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from typing import NotRequired, TypedDict, cast
 
 import redis
 from redis.typing import EncodableT, FieldT
@@ -32,6 +32,24 @@ end
 return 1
 """
 COUNT_FIELDS = ("added", "updated", "superseded", "skipped", "evicted")
+
+
+class TaskStatusRow(TypedDict):
+    """A task's status as read back (``schemas.responses.TaskStatus`` validates it): the
+    counts once it finished, the code and reason when it failed."""
+
+    task_id: str
+    status: str
+    user_id: int | None
+    tenant_id: str
+    updated_at: float
+    app_id: NotRequired[str]
+    kid: NotRequired[str]
+    counts: NotRequired[dict[str, int]]
+    memory_ids: NotRequired[list[str]]
+    degraded: NotRequired[bool]
+    code: NotRequired[int]
+    reason: NotRequired[str]
 
 
 @dataclass
@@ -148,7 +166,7 @@ class TaskStore:
             pipe.expire(_key(r.task_id, r.tenant_id), TTL_S)
         pipe.execute()
 
-    def get(self, task_id: str, *, tenant: str) -> dict[str, Any] | None:
+    def get(self, task_id: str, *, tenant: str) -> TaskStatusRow | None:
         try:
             # decode_responses=True (sinks.redis_store): str fields and values
             raw = cast(dict[str, str], self._redis.client.hgetall(_key(task_id, tenant)))
@@ -156,7 +174,7 @@ class TaskStore:
             return None
         return _status(task_id, raw)
 
-    def get_many(self, task_ids: list[str], *, tenant: str) -> dict[str, dict[str, Any]]:
+    def get_many(self, task_ids: list[str], *, tenant: str) -> dict[str, TaskStatusRow]:
         """The statuses of several tasks in one round trip; unknown ones are left out."""
         try:
             pipe = self._redis.client.pipeline(transaction=False)
@@ -169,19 +187,20 @@ class TaskStore:
         return {s["task_id"]: s for s in found if s is not None}
 
 
-def _status(task_id: str, raw: dict[str, str]) -> dict[str, Any] | None:
+def _status(task_id: str, raw: dict[str, str]) -> TaskStatusRow | None:
     if not raw:
         return None
-    out: dict[str, Any] = {
+    out: TaskStatusRow = {
         "task_id": task_id,
         "status": raw.get("status", "accepted"),
         "user_id": int(raw["user_id"]) if raw.get("user_id") else None,
         "tenant_id": raw.get("tenant_id") or DEFAULT_TENANT,
         "updated_at": float(raw.get("updated_at", 0)),
     }
-    for who in ("app_id", "kid"):  # who may read it (recall_api.access)
-        if raw.get(who):
-            out[who] = raw[who]
+    if raw.get("app_id"):  # who may read it (recall_api.access)
+        out["app_id"] = raw["app_id"]
+    if raw.get("kid"):
+        out["kid"] = raw["kid"]
     if "counts" in raw:
         out["counts"] = json.loads(raw["counts"])
         out["memory_ids"] = json.loads(raw.get("memory_ids", "[]"))

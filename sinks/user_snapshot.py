@@ -52,7 +52,7 @@ import json
 import logging
 import struct
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,10 +60,13 @@ import numpy as np
 import orjson
 import redis
 from prometheus_client import Counter
+from redis.commands.core import Script
 
 from core import record_codec
 from core.lexical import term_counts
+from core.user_index import UserIndex
 from core.vector_rows import quantize, row_bytes, row_from_bytes
+from core.write_batch import WriteBatch
 from schemas.enums import Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey, scoped
@@ -170,8 +173,7 @@ class UserSnapshots:
         self.ttl_s = ttl_s
         self._lock = threading.Lock()
         self._pending: set[UserKey] = set()  # bumps that did not reach Redis: drop first
-        self._patch: Any = None
-        self._save: Any = None
+        self._scripts: tuple[Script, Script] | None = None  # (patch, save): registered once
 
     # ------------------------------------------------------------ names
     @staticmethod
@@ -183,11 +185,14 @@ class UserSnapshots:
         return scoped(key.tenant, f"snapgen:{key.user_id}")
 
     def _client(self) -> redis.Redis:
-        client = self._redis.raw
-        if self._patch is None:
-            self._patch = client.register_script(_PATCH)
-            self._save = client.register_script(_SAVE)
-        return client
+        return self._redis.raw
+
+    def _script(self, which: int) -> Script:
+        """The patch (0) or save (1) script, registered on the raw client on first use."""
+        if self._scripts is None:
+            client = self._client()
+            self._scripts = (client.register_script(_PATCH), client.register_script(_SAVE))
+        return self._scripts[which]
 
     # ------------------------------------------------------------ reads
     def read(self, keys: list[UserKey]) -> tuple[dict[UserKey, Snapshot], dict[UserKey, bytes]]:
@@ -256,7 +261,7 @@ class UserSnapshots:
         self,
         key: UserKey,
         gen: bytes | None,
-        idx: Any,
+        idx: UserIndex,
         terms: dict[str, dict[str, int]] | None = None,
     ) -> bool:
         """Store the user's index (``core.user_index.UserIndex``) if the generation is
@@ -271,7 +276,7 @@ class UserSnapshots:
                 held += idx.paged.encoded()
             dormant = dict(idx.dormant)
         try:
-            argv: list[Any] = [gen, self.ttl_s, _HSET_CHUNK]
+            argv: list[bytes | str | int] = [gen, self.ttl_s, _HSET_CHUNK]
             for blob, row in held:
                 vals = record_codec.parse(blob)
                 mid, version = vals[_P_ID], max(0, int(vals[_P_VERSION]))
@@ -282,8 +287,8 @@ class UserSnapshots:
                 argv += [f"v:{mid}", self._seal(key, version, row)]
             for content_hash, memory_id in dormant.items():
                 argv += self._dormant_field(key, content_hash, memory_id, 0)
-            client = self._client()
-            saved = bool(self._save(keys=[self.snap_key(key), self.gen_key(key)], args=argv,
+            client, save = self._client(), self._script(1)
+            saved = bool(save(keys=[self.snap_key(key), self.gen_key(key)], args=argv,
                                     client=client))  # fmt: skip
         except (redis.RedisError, DecryptionError) as exc:
             SNAPSHOTS.labels("error").inc()
@@ -292,9 +297,9 @@ class UserSnapshots:
         SNAPSHOTS.labels("saved" if saved else "refused").inc()
         return saved
 
-    def apply(self, batch: Any) -> None:
+    def apply(self, batch: WriteBatch) -> None:
         """Write listener (``MemoryStore.subscribe``): bump and patch every touched user."""
-        ops: dict[UserKey, list[Any]] = {}
+        ops: dict[UserKey, list[bytes | str]] = {}
         drop: set[UserKey] = {UserKey(*k) for k in batch.shred_users}
         owner: dict[str, UserKey] = {}
         for m in batch.memories:
@@ -314,18 +319,18 @@ class UserSnapshots:
                 drop.add(named)
         self.run({**ops, **{k: None for k in drop}})
 
-    def run(self, ops: dict[UserKey, list[Any] | None]) -> None:
+    def run(self, ops: Mapping[UserKey, Sequence[bytes | str] | None]) -> None:
         """One patch per user (None: drop the snapshot); users Redis did not get stay
         pending and are dropped before anything else this process does with snapshots."""
         if not ops:
             return
         try:
             self._flush_pending()
-            client = self._client()
+            client, patch = self._client(), self._script(0)
             pipe = client.pipeline(transaction=False)
             for key, args in ops.items():
                 mode = "X" if args is None else "P"
-                self._patch(keys=[self.snap_key(key), self.gen_key(key)],
+                patch(keys=[self.snap_key(key), self.gen_key(key)],
                             args=[self.ttl_s, mode, *(args or [])], client=pipe)  # fmt: skip
             results = pipe.execute()
         except redis.RedisError as exc:
@@ -347,10 +352,10 @@ class UserSnapshots:
         if not pending:
             return
         try:
-            client = self._client()
+            client, patch = self._client(), self._script(0)
             pipe = client.pipeline(transaction=False)
             for key in pending:
-                self._patch(keys=[self.snap_key(key), self.gen_key(key)],
+                patch(keys=[self.snap_key(key), self.gen_key(key)],
                             args=[self.ttl_s, "X"], client=pipe)  # fmt: skip
             pipe.execute()
         except redis.RedisError:
@@ -358,10 +363,10 @@ class UserSnapshots:
                 self._pending.update(pending)
             raise
 
-    def _ops(self, key: UserKey, m: MemoryRecord, vector: np.ndarray | None) -> list[Any]:
+    def _ops(self, key: UserKey, m: MemoryRecord, vector: np.ndarray | None) -> list[bytes | str]:
         version = _version(m)
         mid = m.memory_id
-        out: list[Any] = []
+        out: list[bytes | str] = []
         searched = m.status is Status.ACTIVE and m.invalid_at is None
         if searched or (m.status is Status.ARCHIVED and self._pages and self._pages(m)):
             if vector is None:
@@ -383,7 +388,9 @@ class UserSnapshots:
     def _dormant_name(self, key: UserKey, content_hash: str) -> str:
         return f"d:{self._keys.blind(key.user_id, content_hash, key.tenant)}"
 
-    def _dormant_field(self, key: UserKey, content_hash: str, mid: str, version: int) -> list:
+    def _dormant_field(
+        self, key: UserKey, content_hash: str, mid: str, version: int
+    ) -> list[bytes | str]:
         sealed = self._seal(key, version, json.dumps([content_hash, mid]).encode())
         return [self._dormant_name(key, content_hash), sealed]
 

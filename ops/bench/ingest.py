@@ -29,6 +29,7 @@ from ops.bench.env import BenchStack, bench_stack, percentiles, rate_series
 from ops.bench.sampler import ProcSampler
 from schemas.events import TOPIC_CONVERSATIONS
 from schemas.tenants import DEFAULT_TENANT
+from sinks.tasks import TaskStatusRow
 
 CITIES = ["Lisbon", "Porto", "Madrid", "Berlin", "Osaka", "Lima", "Quito", "Oslo", "Cairo", "Perth"]
 FOODS = ["sushi", "ramen", "tacos", "paella", "pho", "curry", "dumplings", "falafel"]
@@ -101,7 +102,7 @@ def wait_done(
     """Task statuses once every task of ``sent`` is done or failed (or ``timeout`` s):
     ``{"results": {task_id: status}, "missing": n}``."""
     deadline = time.monotonic() + timeout
-    results: dict[str, dict] = {}
+    results: dict[str, TaskStatusRow] = {}
     pending = list(sent)  # in send order: the oldest finish first
     # The poller shares the process (and the GIL) with the flow it measures, so it asks
     # for the oldest ``chunk`` pending tasks only, and for the next ones at once while
