@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from memstream._transport import V1, Call, Runner
 from memstream.errors import error_for
 from schemas.enums import Level, MemType, OpType, Ownership
+from schemas.json_types import JsonObject
 from schemas.responses import (
     ChangeLogPage,
     ExportStatus,
@@ -50,7 +50,7 @@ class Reads(Runner):
         """The memories relevant to ``query`` that the scope allows, best first;
         ``max_chars``: only the best-ranked ones that fit whole into that many characters
         (the answer's ``chars_used`` says how many they take)."""
-        scope: dict[str, Any] = {
+        scope: dict[str, str | bool | dict[str, bool] | None] = {
             "app_id": app_id,
             "session_id": session_id,
             "include_global": include_global,
@@ -166,6 +166,6 @@ class Reads(Runner):
             )
         )
 
-    def download_export(self, url: str) -> list[dict[str, Any]]:
+    def download_export(self, url: str) -> list[JsonObject]:
         """The lines of a finished export (``ExportStatus.url``, a signed link)."""
         return self._run(Call("GET", url, None, "ndjson"))

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, NoReturn, TypedDict, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
@@ -46,6 +46,7 @@ from tenacity.stop import stop_base
 
 from memstream.errors import ApiError, ProtocolError, TaskPending, TransportError, error_for
 from schemas.api import Envelope
+from schemas.json_types import JsonObject, JsonValue
 
 log = logging.getLogger("memstream.client")
 T = TypeVar("T")
@@ -77,7 +78,7 @@ class Call(Generic[T]):
 
     method: str
     path: str
-    body: Mapping[str, Any] | None = None
+    body: JsonObject | None = None
     model: type[T] | str | None = None
     request_id: str | None = None
     idempotent: bool = True
@@ -91,13 +92,14 @@ def new_request_id() -> str:
     return f"c_{uuid.uuid4().hex}"
 
 
-def body_of(**fields: Any) -> dict[str, Any]:
+def body_of(**fields: object) -> JsonObject:
     """A JSON body: enums as their values, models as their JSON, ``None`` left out (an
     absent field is the API's default)."""
-    return _drop_none(to_jsonable_python(fields, exclude_none=True))
+    rendered: JsonObject = to_jsonable_python(fields, exclude_none=True)
+    return {k: _drop_none(v) for k, v in rendered.items() if v is not None}
 
 
-def _drop_none(value: Any) -> Any:
+def _drop_none(value: JsonValue) -> JsonValue:
     if isinstance(value, dict):
         return {k: _drop_none(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
@@ -201,7 +203,7 @@ class _Wait:
         return max(self.backoff(state), floor)
 
 
-def _give_up(state: RetryCallState) -> Any:
+def _give_up(state: RetryCallState) -> NoReturn:
     """Out of attempts or time: the last error as it was, or a poll still pending."""
     outcome = state.outcome
     assert outcome is not None
@@ -225,7 +227,17 @@ def _log_retry(state: RetryCallState) -> None:
         )
 
 
-def retry_options(policy: RetryPolicy, call: Call) -> dict[str, Any]:
+class RetryOptions(TypedDict):
+    """tenacity's keyword arguments, as ``retry_options`` fills them."""
+
+    retry: retry_base
+    stop: stop_base
+    wait: _Wait
+    retry_error_callback: Callable[[RetryCallState], NoReturn]
+    before_sleep: Callable[[RetryCallState], None]
+
+
+def retry_options(policy: RetryPolicy, call: Call) -> RetryOptions:
     """tenacity's keyword arguments for ``Retrying`` and ``AsyncRetrying`` alike."""
     retry: retry_base = retry_if_exception(_transient(call))
     stop: stop_base = stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.budget_s)
@@ -246,15 +258,18 @@ class Runner(abc.ABC):
     """What the endpoint classes build on: ``_run`` sends a call (each client has its
     own), ``_write`` and ``_read`` describe the POSTs of ``/memory/v1``."""
 
+    # ``_run`` gives the call's answer on ``Client`` and an awaitable of it on
+    # ``AsyncClient``: no one static type says both (the endpoints, written once,
+    # declare the synchronous answer)
     @abc.abstractmethod
     def _run(self, call: Call) -> Any:
         """Send ``call`` with retries: ``Client`` blocking, ``AsyncClient`` awaitable."""
 
-    def _write(self, path: str, model: type, request_id: str | None, **fields: Any) -> Any:
+    def _write(self, path: str, model: type, request_id: str | None, **fields: object) -> Any:
         """A write: its idempotency key is fixed here, before the first attempt."""
         rid = request_id or new_request_id()
         body = body_of(**fields, request_id=rid)
         return self._run(Call("POST", f"{V1}/{path}", body, model, request_id=rid))
 
-    def _read(self, path: str, model: type, **fields: Any) -> Any:
+    def _read(self, path: str, model: type, **fields: object) -> Any:
         return self._run(Call("POST", f"{V1}/{path}", body_of(**fields), model))

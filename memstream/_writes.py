@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 from memstream._transport import V1, Call, Runner, body_of
 from schemas.enums import Level, MemType, Ownership
@@ -28,13 +27,13 @@ class Writes(Runner):
     def add(
         self,
         user_id: int,
-        messages: Sequence[Message | Mapping[str, Any]],
+        messages: Sequence[Message | Mapping[str, object]],
         *,
         app_id: str | None = None,
         session_id: str | None = None,
         level: Level | str | None = None,
         ownership: Ownership | str | None = None,
-        strategy: Strategy | Mapping[str, Any] | None = None,
+        strategy: Strategy | Mapping[str, object] | None = None,
         request_id: str | None = None,
     ) -> AddAccepted:
         """Hand over conversation turns for extraction; answers at once with a task id
@@ -64,7 +63,7 @@ class Writes(Runner):
         mem_type: MemType | str | None = None,
         is_important: bool | None = None,
         expire_at: datetime | None = None,
-        custom_tags: Mapping[str, Any] | None = None,
+        custom_tags: Mapping[str, object] | None = None,
         request_id: str | None = None,
     ) -> StructuredAdded:
         """Write one memory as given (no extraction, no evolution); answers once durable."""
@@ -93,7 +92,7 @@ class Writes(Runner):
         is_important: bool | None = None,
         expire_at: datetime | None = None,
         clear_expire_at: bool | None = None,
-        custom_tags: Mapping[str, Any] | None = None,
+        custom_tags: Mapping[str, object] | None = None,
         request_id: str | None = None,
     ) -> Updated:
         """Change content (re-embedded) and/or meta; give at least one of them."""
@@ -119,7 +118,7 @@ class Writes(Runner):
         user_id: int,
         *,
         memory_ids: Sequence[str] | None = None,
-        scope: Mapping[str, Any] | None = None,
+        scope: Mapping[str, object] | None = None,
         request_id: str | None = None,
     ) -> Deleted:
         """Delete the named ids, or everything of a ``scope`` (``{app_id?, level?,
@@ -137,7 +136,7 @@ class Writes(Runner):
         self,
         user_id: int,
         *,
-        scope: Mapping[str, Any] | None = None,
+        scope: Mapping[str, object] | None = None,
         request_id: str | None = None,
     ) -> Purged:
         """Everything of the user (crypto-shredded) or of a scope; admin keys only."""

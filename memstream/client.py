@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from abc import abstractmethod
+from collections.abc import Awaitable
 from typing import Any, Generic, Self, TypeVar
 
 import httpx
@@ -41,6 +42,7 @@ from memstream.errors import TransportError
 DEFAULT_URL = "http://127.0.0.1:8000"
 
 H = TypeVar("H", httpx.Client, httpx.AsyncClient)
+T = TypeVar("T")
 
 
 class _Endpoints(Writes, Reads, Generic[H]):
@@ -87,10 +89,10 @@ class Client(_Endpoints[httpx.Client]):
     def _connect(self, timeout: float, verify: str | bool) -> httpx.Client:
         return httpx.Client(base_url=self.base_url, timeout=timeout, verify=verify)
 
-    def _run(self, call: Call) -> Any:
+    def _run(self, call: Call[T]) -> T:
         return Retrying(**retry_options(self.retry, call))(self._once, call)
 
-    def _once(self, call: Call) -> Any:
+    def _once(self, call: Call[T]) -> T:
         try:
             resp = self._http.send(request_of(self._http, call, self._headers))
         except httpx.TransportError as exc:
@@ -114,10 +116,10 @@ class AsyncClient(_Endpoints[httpx.AsyncClient]):
     def _connect(self, timeout: float, verify: str | bool) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.base_url, timeout=timeout, verify=verify)
 
-    def _run(self, call: Call) -> Any:
+    def _run(self, call: Call[T]) -> Awaitable[T]:
         return AsyncRetrying(**retry_options(self.retry, call))(self._once, call)
 
-    async def _once(self, call: Call) -> Any:
+    async def _once(self, call: Call[T]) -> T:
         try:
             resp = await self._http.send(request_of(self._http, call, self._headers))
         except httpx.TransportError as exc:

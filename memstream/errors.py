@@ -26,9 +26,10 @@ yet is a plain ``ApiError``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, Unpack
 
 from schemas.errors import ErrorCode
+from schemas.json_types import JsonValue
 
 
 class MemstreamError(Exception):
@@ -73,7 +74,7 @@ class ApiError(MemstreamError):
         http_status: int = 0,
         trace_id: str | None = None,
         request_id: str | None = None,
-        data: Any = None,
+        data: JsonValue = None,
         retry_after: float | None = None,
     ):
         super().__init__(f"{code}: {msg}" + (f" (trace_id {trace_id})" if trace_id else ""))
@@ -155,6 +156,16 @@ _BY_CODE: dict[int, type[ApiError]] = {
 }
 
 
-def error_for(code: int, msg: str, **details: Any) -> ApiError:
+class Details(TypedDict, total=False):
+    """What an answer tells beside its code and message (``ApiError``'s keywords)."""
+
+    http_status: int
+    trace_id: str | None
+    request_id: str | None
+    data: JsonValue
+    retry_after: float | None
+
+
+def error_for(code: int, msg: str, **details: Unpack[Details]) -> ApiError:
     """The exception of an envelope whose ``code`` is not 0."""
     return _BY_CODE.get(code, ApiError)(code, msg, **details)

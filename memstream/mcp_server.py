@@ -51,7 +51,7 @@ def build_server(client: AsyncClient, *, user_id: int | None = None, app_id: str
     from mcp.server.mcpserver.exceptions import ToolError
 
     @asynccontextmanager
-    async def lifespan(_server: Any) -> AsyncIterator[None]:
+    async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
         try:
             yield None
         finally:
