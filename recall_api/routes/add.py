@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError, Message
 from fastapi import APIRouter, Response
 from pydantic import ValidationError
 
-from recall_api.commands import run_command
+from recall_api.commands import send
 from recall_api.deps import ApiDep, CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import OUTAGES, ApiError, ok, unavailable
 from recall_api.idempotency import (
@@ -182,15 +182,7 @@ async def add_structured(body: StructuredRequest, svc: ServicesDep, caller: Call
     payload = StructuredFields.model_validate(
         body.model_dump(exclude={"request_id", "user_id"}, exclude_none=True)
     )
-    data = await run_command(
-        svc,
-        "add_structured",
-        body.user_id,
-        payload,
-        body.request_id,
-        tenant=caller.tenant,
-        caller=caller,
-    )
+    data = await send(svc, caller, "add_structured", body, payload)
     return ok(StructuredAdded.model_validate(data))
 
 
