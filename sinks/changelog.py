@@ -40,7 +40,7 @@ class ChangeLog:
         """One page, oldest first, and the total count of rows that match.
 
         ``visible_apps`` (an app key's apps): only rows of those apps and GLOBAL rows."""
-        params: dict[str, Any] = {"t": tenant, "u": user_id, "lim": limit, "off": offset}
+        params: dict[str, object] = {"t": tenant, "u": user_id, "lim": limit, "off": offset}
         given = Given(params, ["tenant_id = {t:String}", "user_id = {u:UInt64}"])
         given.add("memory_id IN {ids:Array(String)}", memory_ids, list)
         given.add("app_id = {app:String}", app_id)

@@ -66,7 +66,7 @@ class LifecycleQueries:
         self, due: DueBounds, who: MemoryFilter, page_size: int, pause_s: float = 0.0
     ) -> Iterator[Rows]:
         """Pages of the rows that may be due (``_SCAN_COLUMNS``: no content)."""
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "now": due.now,
             "lam": due.decay_lambda,
             "a_imp": due.alpha_important,
@@ -83,14 +83,14 @@ class LifecycleQueries:
     ) -> Iterator[Rows]:
         """Pages of ``tenant_id, user_id, memory_id, status`` of the ACTIVE and ARCHIVED
         rows (those that must have a vector) written before ``cutoff_version``."""
-        params: dict[str, Any] = {"cutoff": cutoff_version}
+        params: dict[str, object] = {"cutoff": cutoff_version}
         where = who.where(params, "status IN ('ACTIVE', 'ARCHIVED')", "version < {cutoff:UInt64}")
         cols = "tenant_id, user_id, memory_id, status"
         return self._pages(cols, where, params, page_size, pause_s)
 
     def known_ids(self, user_ids: Iterable[int], memory_ids: list[str]) -> set[str]:
         """Which of ``memory_ids`` (of these users, any tenant) ClickHouse holds."""
-        params: dict[str, Any] = {"ids": list(memory_ids)}
+        params: dict[str, object] = {"ids": list(memory_ids)}
         where = MemoryFilter.of(users=user_ids).where(params, "memory_id IN {ids:Array(String)}")
         rows = self.stores.clickhouse.query(
             f"SELECT memory_id FROM {self.db}.memories FINAL WHERE {where}", params
@@ -108,7 +108,7 @@ class LifecycleQueries:
 
     def active_scope_counts(self, who: MemoryFilter, above: int) -> list[tuple[UserKey, str, int]]:
         """(user, scope, ACTIVE count) of every scope holding more than ``above``."""
-        params: dict[str, Any] = {"floor": above}
+        params: dict[str, object] = {"floor": above}
         where = who.where(params, "status = 'ACTIVE'")
         rows = self.stores.clickhouse.query(
             f"SELECT tenant_id, user_id, {SCOPE_KEY} AS app, count() AS n "
@@ -120,7 +120,7 @@ class LifecycleQueries:
 
     def active_totals(self, who: MemoryFilter, above: int) -> list[tuple[UserKey, int]]:
         """(user, ACTIVE count) of every user holding more than ``above``."""
-        params: dict[str, Any] = {"floor": above}
+        params: dict[str, object] = {"floor": above}
         where = who.where(params, "status = 'ACTIVE'")
         rows = self.stores.clickhouse.query(
             f"SELECT tenant_id, user_id, count() AS n FROM {self.db}.memories FINAL WHERE {where} "
@@ -143,7 +143,7 @@ class LifecycleQueries:
         return total
 
     def _pages(
-        self, columns: str, where: str, params: dict[str, Any], page_size: int, pause_s: float
+        self, columns: str, where: str, params: dict[str, object], page_size: int, pause_s: float
     ) -> Iterator[Rows]:
         """Rows of ``memories FINAL`` matching ``where``, ``page_size`` at a time (keyset)."""
         ch = self.stores.clickhouse

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from schemas.tenants import UserKey
 
@@ -57,7 +57,7 @@ class MemoryFilter:
             self.users is None or key.user_id in self.users
         )
 
-    def where(self, params: dict[str, Any], *conditions: str) -> str:
+    def where(self, params: dict[str, object], *conditions: str) -> str:
         """``conditions`` and this filter's, joined by AND (``"1"`` when none); the
         filter's values go into ``params`` as ``tenant``, ``user``/``users``, ``scope``."""
         out = list(conditions)
@@ -76,7 +76,7 @@ class MemoryFilter:
         return " AND ".join(out) or "1"
 
 
-def _put(params: dict[str, Any], name: str, value: Any) -> None:
+def _put(params: dict[str, object], name: str, value: object) -> None:
     if name in params:  # a caller's own parameter of that name would be overwritten
         raise ValueError(f"query parameter {name!r} is the filter's")
     params[name] = value

@@ -39,6 +39,7 @@ from core.retry import retrying
 from core.write_batch import WriteBatch
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
+from schemas.json_types import JsonObject
 from schemas.limits import clip_tags
 from schemas.memory import ChangeRecord, MemoryRecord, tags_json
 from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
@@ -142,7 +143,7 @@ class MemoryStore(LifecycleQueries):
         their text (64 hex; keyed ones are 32): blank them in every version, so nothing
         stored confirms a guessed sentence after the purge. One count; a mutation only
         when such rows exist."""
-        ch, p = self.stores.clickhouse, dict[str, Any]()
+        ch, p = self.stores.clickhouse, dict[str, object]()
         where = MemoryFilter.of(tenant, user_id).where(p, "length(content_hash) = 64")
         rows = ch.query(f"SELECT count() FROM {self.db}.memories WHERE {where}", p)
         if rows and int(rows[0][0]):
@@ -235,7 +236,7 @@ class MemoryStore(LifecycleQueries):
         """The Milvus ``tags`` of a memory: blind-index tokens, never the tags."""
         return blind_tags(self.cipher, m.user_id, m.custom_tags, m.tenant_id)
 
-    def _row(self, m: MemoryRecord, version: int) -> list[Any]:
+    def _row(self, m: MemoryRecord, version: int) -> list[object]:
         u, t = m.user_id, m.tenant_id
 
         def seal(text: str) -> str:  # with this (tenant, user)'s data key
@@ -275,7 +276,7 @@ class MemoryStore(LifecycleQueries):
         }
         return [values[c] for c in MEMORY_COLUMNS]
 
-    def _change_row(self, c: ChangeRecord) -> list[Any]:
+    def _change_row(self, c: ChangeRecord) -> list[object]:
         u, t = c.user_id, c.tenant_id
         values = {
             "tenant_id": t,
@@ -319,7 +320,7 @@ class MemoryStore(LifecycleQueries):
         """As ``load`` for several users of one tenant in one query; ``archived_above``:
         of the ARCHIVED ones only those whose stored weight is above it (the paged-out
         candidates, ``core.capacity.paged_out``)."""
-        params: dict[str, Any] = {}
+        params: dict[str, object] = {}
         given = Given(params)
         given.add("status IN {st:Array(String)}", statuses, strs)
         given.add("memory_id IN {ids:Array(String)}", memory_ids, list)
@@ -359,7 +360,7 @@ class MemoryStore(LifecycleQueries):
     def ids(self, user_id: int, *, tenant: str) -> list[str]:
         """Every memory id the user has in ClickHouse, whatever its status (the ids a
         whole-user purge takes out of Milvus: deleted and superseded ones have vectors)."""
-        params: dict[str, Any] = {}
+        params: dict[str, object] = {}
         where = MemoryFilter.of(tenant, user_id).where(params)
         rows = self.stores.clickhouse.query(
             f"SELECT DISTINCT memory_id FROM {self.db}.memories WHERE {where}", params
@@ -369,7 +370,7 @@ class MemoryStore(LifecycleQueries):
     def archived_hashes(self, user_ids: list[int], *, tenant: str) -> dict[int, dict[str, str]]:
         """Per user, content_hash → memory_id of the ARCHIVED memories (one query); the
         hashes are rebuilt from the decrypted content (the stored ones are keyed)."""
-        params: dict[str, Any] = {}
+        params: dict[str, object] = {}
         where = MemoryFilter.of(tenant, user_ids).where(params, "status = 'ARCHIVED'")
         rows = self.stores.clickhouse.query(
             f"SELECT user_id, content, memory_id FROM {self.db}.memories FINAL WHERE {where}",
@@ -432,7 +433,7 @@ class MemoryStore(LifecycleQueries):
         """A sealed value opened (``""`` once shredded), or a value of an older store."""
         return self.cipher.open(user_id, value, tenant) if is_ciphertext(value) else value
 
-    def tags_of(self, user_id: int, stored: str, tenant: str) -> dict[str, Any]:
+    def tags_of(self, user_id: int, stored: str, tenant: str) -> JsonObject:
         """``custom_tags`` as stored (sealed JSON; plain JSON in stores before v2)."""
         text = self._plain(user_id, stored or "", tenant)
         return clip_tags(json.loads(text)) if text else {}
