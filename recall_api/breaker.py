@@ -29,9 +29,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TypeVar, TypeVarTuple
 
 from core import metrics
+
+R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
 
 
 class RecallTimeout(Exception):
@@ -139,7 +142,7 @@ class CircuitBreaker:
             if len(self._recent) >= self.failures:
                 self._open(now)
 
-    def call(self, deadline: Deadline, fn: Callable[..., Any], *args: Any) -> Any:
+    def call(self, deadline: Deadline, fn: Callable[[*Ts], R], *args: *Ts) -> R:
         """Run a store call through the breaker; any failure raises :class:`RecallTimeout`."""
         if not self.allow():
             raise RecallTimeout("recall circuit open: a store is failing; retry shortly")

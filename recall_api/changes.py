@@ -22,13 +22,14 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from core.logs import log_fields
 from recall_api.state import ApiState
 from schemas.events import TOPIC_CHANGES
+from schemas.json_types import JsonValue
 from schemas.tenants import DEFAULT_TENANT, UserKey, check_tenant
 from sinks.change_events import REFRESH_OP
 from sinks.hot_cache import HotCache
@@ -36,8 +37,21 @@ from sinks.kafka import KafkaBus
 
 log = logging.getLogger(__name__)
 
+
+class WeightFields(TypedDict):
+    """A refresh event's weights (``sinks.change_events``), as ``HotCache.refresh`` patches
+    them onto the held record, with the status and stored hash it checks first."""
+
+    status: str
+    content_hash: str
+    weight: float
+    weight_at: datetime
+    last_recalled_at: datetime | None
+    recall_count: int
+
+
 Invalidate = Callable[[UserKey], None]
-Refresh = Callable[[UserKey, str, dict[str, Any]], bool]  # False: not held, reload the user
+Refresh = Callable[[UserKey, str, WeightFields], bool]  # False: not held, reload the user
 
 
 class ChangesFollower:
@@ -172,16 +186,33 @@ class ChangesFollower:
         self.invalidated += 1
 
 
-def _weights(raw: dict[str, Any]) -> dict[str, Any]:
+def _weights(raw: JsonValue) -> WeightFields:
+    """The event's weights; ValueError, KeyError or TypeError when malformed (the
+    follower then reloads the user)."""
+    if not isinstance(raw, dict):
+        raise TypeError("weights is not an object")
     last = raw.get("last_recalled_at")
     return {
         "status": str(raw["status"]),
         "content_hash": str(raw["content_hash"]),
-        "weight": float(raw["weight"]),
-        "weight_at": datetime.fromisoformat(raw["weight_at"]),
-        "last_recalled_at": datetime.fromisoformat(last) if last else None,
-        "recall_count": int(raw["recall_count"]),
+        "weight": float(_number(raw["weight"])),
+        "weight_at": datetime.fromisoformat(_text(raw["weight_at"])),
+        "last_recalled_at": datetime.fromisoformat(_text(last)) if last else None,
+        "recall_count": int(_number(raw["recall_count"])),
     }
+
+
+def _number(value: JsonValue) -> int | float | str:
+    """What ``float()``/``int()`` may read; TypeError otherwise, as they would raise."""
+    if isinstance(value, int | float | str):
+        return value
+    raise TypeError(f"not a number: {type(value).__name__}")
+
+
+def _text(value: JsonValue) -> str:
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"not an ISO 8601 text: {type(value).__name__}")
 
 
 def follow_changes(api: ApiState, cache: HotCache, bus: KafkaBus, origin: str) -> ChangesFollower:
@@ -198,9 +229,9 @@ def follow_changes(api: ApiState, cache: HotCache, bus: KafkaBus, origin: str) -
         if cold is not None:
             cold.clear()
 
-    def refresh(user: UserKey, memory_id: str, fields: dict[str, Any]) -> bool:
+    def refresh(user: UserKey, memory_id: str, fields: WeightFields) -> bool:
         if cold is not None:  # rare (archive, as_of): no patching there
             cold.invalidate(user.user_id, tenant=user.tenant)
-        return cache.refresh(user.user_id, memory_id, fields, tenant=user.tenant)
+        return cache.refresh(user.user_id, memory_id, dict(fields), tenant=user.tenant)
 
     return ChangesFollower(bus, origin, invalidate, clear, refresh).start()

@@ -18,8 +18,6 @@ import time
 from datetime import UTC, datetime
 from typing import Protocol
 
-from pydantic import JsonValue
-
 from recall_api.access import Caller
 from recall_api.errors import ApiError, is_outage, unavailable
 from recall_api.idempotency import (
@@ -32,13 +30,13 @@ from recall_api.idempotency import (
 from schemas.commands import Command, result_key
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_COMMANDS
+from schemas.json_types import JsonObject
 from schemas.payloads import DeletePayload, SessionClosePayload, StructuredFields, UpdatePayload
 from sinks.sealed import SEALED_COMMAND_OPS, seal_payload
 from sinks.services import Services
 
 # what the API sends through memory.commands, one model per op
 CommandPayload = StructuredFields | UpdatePayload | DeletePayload | SessionClosePayload
-JsonObject = dict[str, JsonValue]
 
 
 def wire(payload: CommandPayload) -> JsonObject:

@@ -11,7 +11,6 @@ Writes that may still land answer 50301 with their ``request_id`` (recall_api.co
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import orjson
 import redis
@@ -91,7 +90,7 @@ def ok(data: BaseModel, *, traced: bool = False) -> Response:
     """A success answer ``{code: 0, msg: "ok", data}``: the route's ``schemas.responses``
     model in the envelope. ``traced`` adds the request's ``trace_id`` (recall's answer);
     the other success answers leave it out, as always."""
-    answer = EnvelopeModel[Any](code=0, msg="ok", data=data)
+    answer = EnvelopeModel(code=0, msg="ok", data=data)  # rendered by the data's own type
     if traced:
         answer.trace_id = trace_id_var.get()
     return model_json(answer)

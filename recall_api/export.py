@@ -24,8 +24,9 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
+from schemas.json_types import JsonObject
 from schemas.responses import Change, Memory
 from schemas.tenants import DEFAULT_TENANT
 from sinks.services import Services
@@ -106,16 +107,16 @@ def _run(svc: Services, export_id: str, user_id: int, tenant: str) -> None:
         redis.hset(_key(export_id), mapping={"status": "failed", "reason": str(exc)[:500]})
 
 
-def _line(kind: str, tenant: str, row: Memory | Change) -> dict[str, Any]:
+def _line(kind: str, tenant: str, row: Memory | Change) -> JsonObject:
     """One line of the file: the memory or change as the API shows it, with its type and tenant."""
     return {"type": kind, "tenant_id": tenant, **row.model_dump(mode="json")}
 
 
-def status(svc: Services, export_id: str, tenant: str | None) -> dict[str, Any] | None:
+def status(svc: Services, export_id: str, tenant: str | None) -> dict[str, str] | None:
     """The export's record; None when unknown or another tenant's (``tenant`` None: the
     signed download, whose link names the export)."""
     # decode_responses=True (sinks.redis_store): str fields and values
-    raw = cast("dict[str, Any]", svc.stores.redis.client.hgetall(_key(export_id)))
+    raw = cast("dict[str, str]", svc.stores.redis.client.hgetall(_key(export_id)))
     if not raw:
         return None
     found = dict(raw)

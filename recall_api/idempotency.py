@@ -26,10 +26,10 @@ import uuid
 from collections.abc import Mapping
 
 import redis
-from pydantic import JsonValue
 
 from recall_api.errors import ApiError
 from schemas.errors import ErrorCode
+from schemas.json_types import JsonObject, JsonValue
 from schemas.tenants import scoped
 
 TTL_S = 24 * 3600  # how long a request id is remembered (a client's retries fit in it)
@@ -68,7 +68,7 @@ class Idempotency:
         self.key = scoped(tenant, f"idem:{write_id}")
         self.fp = fp
 
-    def claim(self) -> dict[str, JsonValue] | None:
+    def claim(self) -> JsonObject | None:
         """Record the fingerprint (first caller wins); 40901 when the id was used for
         another request; the first answer when there is one, else None (send it)."""
         pipe = self.client.pipeline()

@@ -14,9 +14,32 @@ import gc
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from core import calibration, compression, index_views, lexical, sameness
+from sinks.services import Services
+from sinks.stores import Stores
+
+
+class PythonHeap(TypedDict):
+    allocated_blocks: int
+    obmalloc: dict[str, int]
+    gc_counts: list[int]
+    gc_collections: list[int]
+    gc_objects: int
+    gc_threshold: list[int]
+    malloc: dict[str, int]
+    arrow: dict[str, str | int]
+
+
+class Stats(TypedDict, total=False):
+    """``schemas.responses.ProcessStats``'s fields (``hot_cache``: API processes only)."""
+
+    python: PythonHeap
+    lru_caches: dict[str, dict[str, int | None]]
+    hot_cache: dict[str, int]
+    clickhouse: dict[str, int]
+    milvus: dict[str, int]
 
 
 class _MallInfo2(ctypes.Structure):
@@ -45,7 +68,7 @@ def malloc_totals() -> dict[str, int]:
     }
 
 
-def arrow_pool() -> dict[str, Any]:
+def arrow_pool() -> dict[str, str | int]:
     """pyarrow's default pool (Milvus Lite's columns: it runs in this process), a third
     allocator (mimalloc) apart from malloc and chDB's jemalloc; {} if pyarrow is not loaded."""
     pa = sys.modules.get("pyarrow")
@@ -100,7 +123,7 @@ def obmalloc() -> dict[str, int]:
     return found
 
 
-def python_heap() -> dict[str, Any]:
+def python_heap() -> PythonHeap:
     return {
         "allocated_blocks": sys.getallocatedblocks(),
         "obmalloc": obmalloc(),
@@ -132,10 +155,10 @@ def lru_caches() -> dict[str, dict[str, int | None]]:
     }
 
 
-def process_stats(stores: Any, services: Any) -> dict[str, Any]:
+def process_stats(stores: Stores, services: Services | None) -> Stats:
     """The node's Python heap and memo tables, its hot cache, its ClickHouse engine and
     embedded Milvus Lite's segments."""
-    stats: dict[str, Any] = {"python": python_heap(), "lru_caches": lru_caches()}
+    stats: Stats = {"python": python_heap(), "lru_caches": lru_caches()}
     if services is not None:
         stats["hot_cache"] = {"users": len(services.cache), "bytes": services.cache.nbytes}
     stats["clickhouse"] = stores.clickhouse.engine_stats()

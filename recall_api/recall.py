@@ -53,7 +53,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -83,7 +83,7 @@ _US = timedelta(microseconds=1)
 SWITCH_INTERVAL_S = 0.0005
 GC_FULL_EVERY = 1000  # generation-1 collections between full ones (CPython's default: 10)
 PREFETCH_QUEUE = 64  # users waiting for a background load (Recaller.prefetch), at most
-EMPTY: dict[str, Any] = {"hit": False, "memories": []}
+EMPTY: dict[str, object] = {"hit": False, "memories": []}
 # the candidates' ranking facts, their cosines and lexical scores, and how to get the
 # records of the few that rank (the hot path decodes only those)
 Records = Callable[[list[str]], dict[str, MemoryRecord]]
@@ -355,6 +355,8 @@ class Recaller:
             dense: dict[str, float] = {}
             for h in hits:
                 mid = h.get("memory_id") or h.get("id")
+                if not isinstance(mid, str):  # no id: no record of ours either
+                    continue
                 rec = entry.records.get(mid)
                 if rec is not None and pred.matches(rec):
                     dense[mid] = float(h["distance"])

@@ -7,11 +7,20 @@ options; the cert file may hold the chain), plain HTTP otherwise.
 from __future__ import annotations
 
 import ssl
-from typing import Any
+from typing import Literal, TypedDict
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from core.settings import Settings
+
+
+class SslOptions(TypedDict, total=False):
+    """uvicorn's ssl keyword arguments that memstream sets."""
+
+    ssl_certfile: str
+    ssl_keyfile: str
+    ssl_keyfile_password: str
 
 
 def tls_enabled(s: Settings) -> bool:
@@ -23,11 +32,11 @@ def api_base_url(s: Settings, host: str | None = None) -> str:
     return f"{scheme}://{host or s.api_host}:{s.api_port}"
 
 
-def ssl_options(s: Settings) -> dict[str, Any]:
+def ssl_options(s: Settings) -> SslOptions:
     """uvicorn's ssl keyword arguments; {} without a certificate."""
     if not tls_enabled(s):
         return {}
-    opts: dict[str, Any] = {
+    opts: SslOptions = {
         "ssl_certfile": s.api_tls_cert_file,
         "ssl_keyfile": s.api_tls_key_file,
     }
@@ -36,18 +45,24 @@ def ssl_options(s: Settings) -> dict[str, Any]:
     return opts
 
 
-def server_config(app: Any, s: Settings, **overrides: Any) -> uvicorn.Config:
-    """The uvicorn config the API runs under (``overrides``: host, port, lifespan ...)."""
-    kwargs: dict[str, Any] = {
-        "host": s.api_host,
-        "port": s.api_port,
-        "log_config": None,
-        "access_log": False,
-        "lifespan": "on",
+def server_config(
+    app: ASGIApp,
+    s: Settings,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    lifespan: Literal["auto", "on", "off"] = "on",
+) -> uvicorn.Config:
+    """The uvicorn config the API runs under (``host``/``port``: other than the settings')."""
+    return uvicorn.Config(
+        app,
+        host=s.api_host if host is None else host,
+        port=s.api_port if port is None else port,
+        log_config=None,
+        access_log=False,
+        lifespan=lifespan,
         **ssl_options(s),
-        **overrides,
-    }
-    return uvicorn.Config(app, **kwargs)
+    )
 
 
 def client_ssl_context(s: Settings) -> ssl.SSLContext | None:

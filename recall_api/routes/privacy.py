@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
@@ -89,7 +88,10 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> Resp
         payload = payload.model_copy(update={"shred": True})
     data = await send(svc, caller, "delete", body, payload, endpoint="purge")
     due = datetime.now(UTC) + timedelta(days=svc.settings.deleted_retention_days)
-    extra: dict[str, Any] = {"physical_removal_due": due, "crypto_shredded": shredded is not None}
+    extra: dict[str, object] = {
+        "physical_removal_due": due,
+        "crypto_shredded": shredded is not None,
+    }
     if shredded is not None:
         extra["exports_deleted"] = shredded
     extra["raw_transcripts_expire_within_h"] = svc.settings.conversations_retention_h
@@ -121,11 +123,11 @@ def export_status(
     found = export.status(svc, export_id, caller.tenant)
     if found is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"unknown export '{export_id}'")
+    link: dict[str, str | int] = {}
     if found["status"] == "done":
-        found["url"], found["expires"] = export.signed_link(
-            svc, export_id, max(1, min(link_ttl_s, 86400))
-        )
-    return ok(ExportStatus.model_validate({"export_id": export_id, **found}))
+        url, expires = export.signed_link(svc, export_id, max(1, min(link_ttl_s, 86400)))
+        link = {"url": url, "expires": expires}
+    return ok(ExportStatus.model_validate({"export_id": export_id, **found, **link}))
 
 
 class ExportFile(StreamingResponse):
