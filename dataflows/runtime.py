@@ -105,15 +105,23 @@ def open_runtime(
     topics: bool = False,
     follow: bool = True,
     ready_s: float = 2.0,
+    check_model: bool = True,
 ) -> Iterator[Runtime]:
     """The Runtime of ``settings`` while the block runs, every store open (``topics``,
-    ``follow``, ``ready_s``: as ``open_services``); all of it closed in reverse after."""
+    ``follow``, ``ready_s``, ``check_model``: as ``open_services``); all of it closed in
+    reverse after."""
     from models.factory import build_embedder, build_llm
 
     def load() -> EmbedderLike:
         return embedder if embedder is not None else build_embedder(settings)
 
     with open_services(
-        settings, load, topics=topics, follow=follow, ready_s=ready_s, rewrap=True
+        settings,
+        load,
+        topics=topics,
+        follow=follow,
+        ready_s=ready_s,
+        rewrap=True,
+        check_model=check_model,
     ) as services:
         yield Runtime(services, llm if llm is not None else build_llm(settings))

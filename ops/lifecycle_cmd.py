@@ -130,9 +130,10 @@ def run_direct(
 
     lazy = _LazyEmbedder(settings) if embedder is None else None
     # the lazy one only embeds (all a pass asks of it) and has no name/dim on purpose:
-    # the store check is skipped at the start, ``check`` runs once the model is built
+    # the store check is not run at the start, ``check`` runs once the model is built
     given = embedder or cast("EmbedderLike", lazy)
-    with open_runtime(settings, embedder=given, follow=False) as rt:  # one pass: no follower
+    # one pass: no follower
+    with open_runtime(settings, embedder=given, follow=False, check_model=lazy is None) as rt:
         if lazy is not None:  # checked when built: never repair with another model's vectors
             lazy.check = lambda model: check_store_model(rt.memories, model, settings)
         grace = RECONCILE_GRACE_S if reconcile_grace_s is None else reconcile_grace_s

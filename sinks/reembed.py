@@ -73,8 +73,6 @@ def plan_reembed(
 ) -> ReembedPlan:
     """What a run would do, from counts only (nothing is written)."""
     target = ModelIdentity.of(embedder)
-    if target is None:
-        raise TypeError("the embedder has no name and dim")
     store = StoreModel(memories)
     ch = memories.stores.clickhouse
     rows = ch.query(f"SELECT status, count() FROM {ch.database}.memories FINAL GROUP BY status")

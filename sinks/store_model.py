@@ -62,11 +62,9 @@ class ModelIdentity:
         return f"{self.name} ({self.dim}-d)"
 
     @classmethod
-    def of(cls, embedder: object) -> ModelIdentity | None:
-        """The identity of an ``Embedder``; None for a stand-in that has none (a lazy one:
-        ``ops.lifecycle_cmd``), hence ``object`` and ``getattr``."""
-        name, dim = getattr(embedder, "name", None), getattr(embedder, "dim", None)
-        return cls(str(name), int(dim)) if name and dim else None
+    def of(cls, embedder: EmbedderLike) -> ModelIdentity:
+        """The identity of an embedder: its ``name`` and ``dim`` (``core.seams``)."""
+        return cls(str(embedder.name), int(embedder.dim))
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> ModelIdentity:
@@ -180,13 +178,11 @@ class StoreModel:
 
 def check_store_model(
     memories: MemoryStore, embedder: EmbedderLike, settings: Settings | None = None
-) -> ModelIdentity | None:
+) -> ModelIdentity:
     """Record the model of an empty store, or raise ModelMismatch if the store's vectors
-    were made by another one. Returns the identity; None for an embedder without one."""
+    were made by another one. Returns the identity. (A process that builds its model
+    later opens with ``check_model=False`` and checks it once built: ``ops.lifecycle_cmd``.)"""
     want = ModelIdentity.of(embedder)
-    if want is None:
-        log.debug("embedder without name/dim: store model not checked")
-        return None
     store = StoreModel(memories)
     if not store.holds_memories():
         if store.recorded() != want:
