@@ -15,7 +15,7 @@ Documents are numbered by row, as the user's matrix; the owner moves a row with
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -60,7 +60,9 @@ class PostingArrays:
         """:meth:`add` of a document's held postings (another index's ``postings``)."""
         self._append(row, p.hashes, p.tfs, p.length)
 
-    def _append(self, row: int, hashes: Any, tfs: Any, length: int) -> None:
+    def _append(
+        self, row: int, hashes: np.ndarray | list[int], tfs: np.ndarray | list[int], length: int
+    ) -> None:
         if row >= self._len.shape[0]:
             self._len = _grown(self._len, row + 1)
         k = len(hashes)

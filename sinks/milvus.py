@@ -140,7 +140,7 @@ class MilvusStore:
         except Exception:
             return False
 
-    def upsert(self, rows: list[dict[str, Any]]) -> None:
+    def upsert(self, rows: list[dict[str, object]]) -> None:
         if rows:
             self.client.upsert(self.collection, rows)
             self.note_written(len(rows))
