@@ -9,6 +9,13 @@ content or chit-chat (the ground truth for "share of content turns kept"). Quest
 name their evidence ``msg_id``s and a type (``TYPES``). With ``lang="both"`` users
 alternate English and Chinese. A user's data depends only on (seed, index, sessions),
 never on how many users are generated.
+
+Entity questions (issue 44: "What activities does Ana do?", evidence spread over several
+sessions about one relative of the owner) came after the other types, so they are added
+on top without moving anything: their own random stream (``rng`` of the user's seed plus
+":entity"), their turns inserted as pairs just before a session's goodbyes with ids of
+their own (``…-e00``) and times between the turns around them, their questions numbered
+after the others. Every other turn and question is the same as before, id for id.
 """
 
 from __future__ import annotations
@@ -21,9 +28,18 @@ from typing import Any
 
 from ops.bench.quality import en as quality_en
 from ops.bench.quality import zh as quality_zh
-from ops.bench.quality.kinds import Bank, base_slots, draw, dress, is_dated, render, speaker_slots
+from ops.bench.quality.kinds import (
+    Bank,
+    Entity,
+    base_slots,
+    draw,
+    dress,
+    is_dated,
+    render,
+    speaker_slots,
+)
 
-TYPES = ("single", "multi", "temporal", "changed", "deleted", "paraphrase")
+TYPES = ("single", "multi", "temporal", "changed", "deleted", "paraphrase", "entity")
 BANKS: dict[str, Bank] = {"en": quality_en.BANK, "zh": quality_zh.BANK}
 LANGS = {"en": ("en",), "zh": ("zh",), "both": ("en", "zh")}
 OWNER, FRIEND = "owner", "friend"  # the two speakers of every chat
@@ -109,11 +125,13 @@ def generate(users: int, sessions: int, seed: int = 7, lang: str = "both") -> Da
     out = []
     for i in range(users):
         rng = random.Random(f"quality:{seed}:{i}")
-        out.append(_user(rng, FIRST_USER_ID + i, BANKS[langs[i % len(langs)]], sessions))
+        people = random.Random(f"quality:{seed}:{i}:entity")
+        bank = BANKS[langs[i % len(langs)]]
+        out.append(_user(rng, people, FIRST_USER_ID + i, bank, sessions))
     return Dataset(seed, lang, out)
 
 
-def _user(rng: random.Random, uid: int, bank: Bank, n: int) -> UserData:
+def _user(rng: random.Random, people: random.Random, uid: int, bank: Bank, n: int) -> UserData:
     who = dict(zip((OWNER, FRIEND), rng.choice(bank.pairs), strict=True))
     names = list(bank.relatives)
     rng.shuffle(names)
@@ -156,6 +174,9 @@ def _user(rng: random.Random, uid: int, bank: Bank, n: int) -> UserData:
         start += timedelta(days=rng.randint(3, 12))
         at = start.replace(hour=rng.randint(8, 21), minute=rng.randint(0, 59))
         sessions.append(_session(rng, bank, who, items, at, f"u{uid}-s{i:02d}"))
+    if bank.entity is not None:
+        family = list(slots[OWNER]["rel|rname"])
+        asks += _entities(people, bank, bank.entity, who, family, sessions, f"u{uid}")
     questions = [
         Question(f"{uid}-q{k:03d}", uid, bank.lang, kind, query,
                  tuple(i.msg_id for i in ev), tuple(i.msg_id for i in stale))
@@ -248,3 +269,64 @@ def _session(
         if said is not None:
             said.msg_id = turns[-1].msg_id
     return turns
+
+
+def _entities(
+    rng: random.Random, bank: Bank, spec: Entity, who: dict[str, str], family: list[str],
+    sessions: list[list[Turn]], prefix: str,
+) -> list[tuple[str, str, list[_Item], list[_Item]]]:  # fmt: skip
+    """The owner tells about one relative (two for 12 sessions, three for 18…), one thing
+    they do per session in three sessions (two when there are two), and an entity
+    question asks for all of it. ``rng`` is the entity stream alone (module docstring)."""
+    n = len(sessions)
+    relations = [f.split("|")[0] for f in family]
+    acts = rng.sample(spec.acts, len(spec.acts))
+    placed: dict[int, list[_Item]] = {}
+    asks: list[tuple[str, str, list[_Item], list[_Item]]] = []
+    for person in rng.sample(family, min(len(family), max(1, n // 6))):
+        rel, rname = person.split("|")
+        k = 3 if n >= 3 else 2
+        where = sorted(rng.sample(range(n), k) if n >= k else rng.choices(range(n), k=k))
+        told: list[_Item] = []
+        for j, s in enumerate(where):
+            values = {"rel": rel, "rname": rname, "act": acts.pop()}
+            if j == 0:
+                template = rng.choice(spec.intro)
+            elif relations.count(rel) == 1 and rng.random() < 0.4:
+                template = rng.choice(spec.alone)
+            else:
+                template = rng.choice(spec.say)
+            told.append(_Item(OWNER, dress(rng, bank, render(bank, template, values))))
+            placed.setdefault(s, []).append(told[-1])
+        asks.append(("entity", rng.choice(spec.ask).format(rname=rname), told, []))
+    for s, items in sorted(placed.items()):
+        sessions[s] = _insert(rng, bank, who, sessions[s], items, f"{prefix}-s{s:02d}")
+    return asks
+
+
+def _insert(
+    rng: random.Random, bank: Bank, who: dict[str, str], turns: list[Turn], items: list[_Item],
+    prefix: str,
+) -> list[Turn]:  # fmt: skip
+    """``turns`` with each item said just before the two goodbyes, as a pair that keeps the
+    speakers alternating: the owner says it and the friend reacts, or (the friend's turn)
+    the friend asks what's new and the owner says it. The new turns take ids of their own
+    and times between the last turn before them and the first goodbye."""
+    at = len(turns) - 2
+    lines: list[tuple[str, str, _Item | None]] = []
+    for item in items:
+        first = OWNER if (at + len(lines)) % 2 == 0 else FRIEND
+        chit = "react" if first == OWNER else "ask"
+        fact: tuple[str, str, _Item | None] = (OWNER, item.text, item)
+        reply: tuple[str, str, _Item | None] = (
+            FRIEND, rng.choice(bank.chit[chit]).format(other=who[OWNER]), None)  # fmt: skip
+        lines += [fact, reply] if first == OWNER else [reply, fact]
+    before, after = turns[at - 1].ts, turns[at].ts
+    step = (after - before) / (len(lines) + 1)
+    new = []
+    for k, (speaker, text, said) in enumerate(lines):
+        ts = before + step * (k + 1)
+        new.append(Turn(f"{prefix}-e{k:02d}", speaker, who[speaker], ts, text, said is not None))
+        if said is not None:
+            said.msg_id = new[-1].msg_id
+    return turns[:at] + new + turns[at:]

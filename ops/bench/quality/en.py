@@ -3,7 +3,7 @@ and the questions an agent later asks about it (shapes in ``ops.bench.quality.ki
 
 from __future__ import annotations
 
-from ops.bench.quality.kinds import Bank, Change, Kind, Series
+from ops.bench.quality.kinds import Bank, Change, Entity, Kind, Series
 
 
 def L(text: str) -> tuple[str, ...]:  # noqa: N802  (a list literal, ';'-separated)
@@ -221,6 +221,23 @@ PARAPHRASE = (
     ("My grandmother raised me in Kerala.", "Who brought her up, and where?"),
 )
 
+ENTITY = Entity(
+    acts=L("is learning Japanese; goes rock climbing every weekend; volunteers at the animal "
+           "shelter; sings in a gospel choir; has taken up oil painting; swims in the sea every "
+           "morning; grows tomatoes on the balcony; is really into fly fishing; coaches a kids' "
+           "football team; plays the drums in a band; practises calligraphy; takes street dance "
+           "classes; plays go online every night; bakes bread for the neighbours; goes "
+           "birdwatching on Sundays; restores old bikes; keeps bees; does stand-up comedy "
+           "at open mics"),
+    intro=("My {rel} {rname} {act} now, how cool is that", "Did I tell you? My {rel} {rname} "
+           "{act}.", "So my {rel} {rname} {act} these days"),
+    say=("{rname} {act} these days, I'm impressed", "Oh and {rname} {act} now!",
+         "Talked to {rname} on the phone, {rname} {act} now"),
+    alone=("My {rel} {act} now, can you believe it", "Apparently my {rel} {act} these days"),
+    ask=("What activities does {rname} do?", "What does {rname} do in their free time?",
+         "What are {rname}'s hobbies?"),
+)  # fmt: skip
+
 BANK = Bank(
     lang="en",
     pairs=(("Priya", "Tomás"), ("Maya", "Jonas"), ("Aisha", "Daniel"), ("Sofia", "Kenji"),
@@ -241,4 +258,5 @@ BANK = Bank(
     prefixes=("Guess what! ", "Oh! ", "Haha anyway. ", "Hmm. ", "Also! "),
     suffixes=(" lol", " haha", " 😅"),
     capitalize=True,
+    entity=ENTITY,
 )  # fmt: skip

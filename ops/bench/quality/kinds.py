@@ -57,6 +57,22 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Entity:
+    """A person in the owner's life, told about in several sessions, one thing they do
+    at a time; the question asks for all of it (a multi-hop question about one person,
+    issue 44). ``{rel}``/``{rname}`` the relative, ``{act}`` one thing they do: the first
+    statement names both (``intro``), a later one the name (``say``) or, when the owner
+    has one relative of that relation, the relation only (``alone``: "my sister …"), so
+    only knowing who the sister is links that turn to the name the question asks for."""
+
+    acts: tuple[str, ...]
+    intro: tuple[str, ...]
+    say: tuple[str, ...]
+    alone: tuple[str, ...]
+    ask: tuple[str, ...]  # "{rname}" only: "What activities does Ana do?"
+
+
+@dataclass(frozen=True)
 class Bank:
     """Everything one language needs: speakers, chit-chat, facts, questions."""
 
@@ -75,6 +91,7 @@ class Bank:
     prefixes: tuple[str, ...] = ()  # filler a person puts before a fact
     suffixes: tuple[str, ...] = ()
     capitalize: bool = False
+    entity: Entity | None = None  # None: this bank asks no entity question
 
 
 def draw(rng: random.Random, slots: dict[str, tuple[str, ...]], into: dict[str, str]) -> None:

@@ -3,7 +3,7 @@ written as Chinese speakers talk (shapes in ``ops.bench.quality.kinds``)."""
 
 from __future__ import annotations
 
-from ops.bench.quality.kinds import Bank, Change, Kind, Series
+from ops.bench.quality.kinds import Bank, Change, Entity, Kind, Series
 
 
 def L(text: str) -> tuple[str, ...]:  # noqa: N802  (a list literal, ';'-separated)
@@ -172,6 +172,19 @@ PARAPHRASE = (
     ("我是外婆在成都带大的。", "她小时候由谁抚养？"),
 )
 
+ENTITY = Entity(
+    acts=L("在学日语; 每周末去攀岩; 在动物收容所当志愿者; 在合唱团唱歌; 在学油画; "
+           "每天早上去海边游泳; 在阳台上种番茄; 迷上了钓鱼; 在教小朋友踢足球; 在乐队里打鼓; "
+           "在练书法; 在学街舞; 每天晚上下围棋; 在学做面包; 周末去观鸟; 在修老自行车; "
+           "在养蜜蜂; 在学弹古筝"),
+    intro=("我{rel}{rname}最近{act}，厉害吧", "跟你说过没？我{rel}{rname}现在{act}。",
+           "我{rel}{rname}这阵子{act}"),
+    say=("{rname}最近{act}，好佩服", "对了，{rname}现在{act}！", "跟{rname}打了个电话，"
+         "{rname}最近{act}"),
+    alone=("我{rel}最近{act}，想不到吧", "听说我{rel}这阵子{act}"),
+    ask=("{rname}平时喜欢做什么？", "{rname}有哪些爱好？", "{rname}平时都在忙些什么？"),
+)  # fmt: skip
+
 BANK = Bank(
     lang="zh",
     pairs=(("王芳", "李雷"), ("陈静", "张伟"), ("刘洋", "赵敏"), ("林晓", "周杰"),
@@ -189,4 +202,5 @@ BANK = Bank(
     paraphrase=PARAPHRASE,
     prefixes=("对了，", "跟你说，", "哎，", "话说，"),
     suffixes=("哈哈", "～", "😂"),
+    entity=ENTITY,
 )  # fmt: skip

@@ -3,6 +3,7 @@ and every question's evidence is a content turn that exists."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 
@@ -119,3 +120,71 @@ def test_events_are_valid_conversation_events(data: Dataset) -> None:
         assert [m.msg_id for m in parsed.messages] == [t.msg_id for t in turns]
         assert [m.name for m in parsed.messages] == [t.name for t in turns]
         assert all(m.ts == t.ts for m, t in zip(parsed.messages, turns, strict=True))
+
+
+def _existing(data: Dataset) -> str:
+    """A digest of everything but the entity turns and questions (issue 44)."""
+    h = hashlib.sha256()
+    for u in data.users:
+        h.update(repr((u.user_id, u.lang, u.owner, u.friend)).encode())
+        for t in u.turns():
+            if "-e" not in t.msg_id:
+                h.update(repr((t.msg_id, t.speaker, t.name, t.ts.isoformat(), t.content,
+                               t.is_content)).encode())  # fmt: skip
+        for q in u.questions:
+            if q.type != "entity":
+                h.update(repr((q.qid, q.user_id, q.lang, q.type, q.query, q.evidence,
+                               q.stale)).encode())  # fmt: skip
+    return h.hexdigest()
+
+
+def test_entity_questions_left_every_other_turn_and_question_as_it_was() -> None:
+    # digests of generate() at commit 96730a3, before entity questions existed: the other
+    # types' figures stay comparable across the change
+    assert _existing(generate(2, 8, seed=11)) == (
+        "aafd6999416ffcb5639a493e5088445ea76e1ec1a3c356390ec3fc68b6086f95"
+    )
+    assert _existing(generate(4, 12, seed=7)) == (
+        "1cf4404fe0a34ddeb9c1f2336b13dec73f56edb9e74e0a5c9e420e3565bcbf4e"
+    )
+
+
+def test_an_entity_question_gathers_one_relative_told_about_in_several_sessions() -> None:
+    data = generate(2, 12, seed=7)
+    for user in data.users:
+        bank = BANKS[user.lang]
+        assert bank.entity is not None
+        turns = {t.msg_id: t for t in user.turns()}
+        session_of = {t.msg_id: i for i, s in enumerate(user.sessions) for t in s}
+        asked = [q for q in user.questions if q.type == "entity"]
+        assert len(asked) == 2  # one relative per six sessions
+        names = set()
+        for q in asked:
+            said = [turns[m] for m in q.evidence]
+            assert len(said) == 3 and len({session_of[m] for m in q.evidence}) == 3
+            assert all(t.is_content and t.speaker == OWNER for t in said)
+            assert [t.ts for t in said] == sorted(t.ts for t in said)
+            name = next(n.split("|")[1] for n in bank.relatives
+                        if n.split("|")[1] in q.query)  # fmt: skip
+            names.add(name)
+            assert name in said[0].content  # introduced by name, later by name or relation
+            acts = [a for t in said for a in bank.entity.acts if a in t.content]
+            assert len(set(acts)) == 3, [t.content for t in said]  # a different thing each
+        assert len(names) == 2
+        # the turns that carry them (and the friend's turn beside each) come last but the
+        # goodbyes, with times between the turns around them
+        for session in user.sessions:
+            added = [k for k, t in enumerate(session) if "-e" in t.msg_id]
+            if added:
+                assert added == list(range(len(session) - 2 - len(added), len(session) - 2))
+                assert len(added) % 2 == 0
+
+
+def test_a_tiny_size_spreads_an_entity_question_over_both_sessions() -> None:
+    for user in generate(2, 2, seed=1).users:
+        (q,) = [q for q in user.questions if q.type == "entity"]
+        sessions = {m.split("-")[1] for m in q.evidence}
+        assert len(q.evidence) == 2 and sessions == {"s00", "s01"}
+    (one,) = generate(1, 1, seed=1).users
+    (q,) = [q for q in one.questions if q.type == "entity"]
+    assert len(q.evidence) == 2  # one session: both statements in it
