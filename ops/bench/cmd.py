@@ -205,7 +205,9 @@ def _add_quality(sub: Any) -> None:
         "evidence-labelled questions (or replay RealMem / MADial-Bench: --dataset), ingest "
         "them, ask through POST /memory/v1/recall, and score memstream next to BM25, dense "
         "and their RRF hybrid over the raw texts of the same data: recall@k, evidence "
-        "recall at 500 / 1,000 / 2,000 / 4,000 characters and the characters of the top 10.",
+        "recall at 500 / 1,000 / 2,000 / 4,000 characters and the characters of the top 10; "
+        "and the session-start coverage (a recent-turns window, the memories by weight, the "
+        "profile) at 1,000 / 2,000 / 4,000 characters.",
     )
     p.add_argument(
         "--dataset",

@@ -139,6 +139,27 @@ def _budget(ms: dict[str, Any], base: dict[str, dict]) -> list[str]:
     return lines + [""]
 
 
+def _session_start(start: dict[str, Any] | None) -> list[str]:
+    """Session-start coverage (issue 44): the share of the later questions' evidence the
+    context of N characters covers, per system; none in reports from before it."""
+    if not start:
+        return []
+    budgets = start["budgets"]
+    lines = [f"Session start, no question yet ({start['contexts']} contexts): the share of "
+             "the later questions' evidence covered.", "",
+             "| context | n | " + " | ".join(f"@{b:,}" for b in budgets)
+             + " | chars used @2,000 |", "|---|---|" + "---|" * (len(budgets) + 1)]  # fmt: skip
+    for name, system in start["systems"].items():
+        if system is None:
+            lines.append(f"| {name} | {start['profile']} |" + " |" * (len(budgets) + 1))
+            continue
+        o = system["overall"]
+        cells = [_f(o.get(f"start@{b}"), 3) for b in budgets]
+        cells.append(_f(system["used"].get("used@2000"), 0))
+        lines.append(f"| {name} | {o['n']} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _quality(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
     ms, c, ing, node = r["memstream"], r["config"], r["ingest"], r.get("node", {})
     base = {k: v for k, v in r["baselines"].items() if isinstance(v, dict)}
@@ -170,6 +191,7 @@ def _quality(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
             )
     lines.append("")
     lines += _budget(ms, base)
+    lines += _session_start(r.get("session_start"))
     lines += _image(charts.quality_by_type(r, out / "quality-by-type.png"), "quality by type")
     lines += _image(charts.node(r.get("series", {}).get("node", []), out / "quality-node.png",
                                 "quality: node CPU and RSS"), "quality node")  # fmt: skip

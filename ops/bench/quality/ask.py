@@ -13,6 +13,7 @@ through the API, every memory whose sources hold the deleted turn.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -72,12 +73,15 @@ def modes(configured: str) -> list[str]:
 
 
 def answer_all(
-    env: BenchStack, data: Dataset, stored: dict
-) -> tuple[dict[str, dict[str, Answer]], dict[str, Answer], dict[str, int]]:
+    env: BenchStack, data: Dataset, stored: dict,
+    at_start: Callable[[httpx.Client, str], None] | None = None,
+) -> tuple[dict[str, dict[str, Answer]], dict[str, Answer], dict[str, int]]:  # fmt: skip
     """Ask through the API, once per fusion mode: every question but the deleted ones at
     min_relevance 0 (the configured mode also at the default); then delete and ask the
     deleted ones. Returns the answers per mode (configured first), the configured mode's
-    answers at the default min_relevance, and what was deleted."""
+    answers at the default min_relevance, and what was deleted. ``at_start(client,
+    base)`` runs first, before any recall (the session-start figures: no recall hit has
+    moved a weight yet)."""
     asked = [q for q in data.questions() if q.type != "deleted"]
     app, server, thread, url = serve_api(env)
     services, base = env.runtime.services, env.settings
@@ -86,6 +90,8 @@ def answer_all(
     ours: dict[str, dict[str, Answer]]
     try:
         with httpx.Client(timeout=60) as client:
+            if at_start is not None:
+                at_start(client, url.rsplit("/", 1)[0])
             for user_id in sorted({q.user_id for q in asked}):  # warm: no mode asks cold
                 warm = Question("warm", user_id, "en", "single", "warm up", ())
                 ask(client, url, warm, 0.0)

@@ -18,6 +18,9 @@ questions come last: the bench deletes (``POST /memory/v1/delete``) every memory
 whose sources hold the turn, then asks. The same questions go to two raw-turn
 baselines (``ops.bench.quality.baselines``: bm25, dense and their RRF hybrid); the scores are
 ``ops.bench.quality.metrics``, with evidence recall at context budgets (``ops.bench.quality.budget``).
+Before any question, each user's session-start context is scored
+(``ops.bench.quality.session_start``: a window of the last turns, the memories by weight,
+the profile once it exists) against the user's questions.
 Every system answers ``DEPTH`` (50) deep so that the 4,000-character budget can fill.
 """
 
@@ -26,6 +29,8 @@ from __future__ import annotations
 import sys
 import time
 from typing import Any
+
+import httpx
 
 from core.settings import Settings
 from ops.bench.env import BenchStack, bench_stack, percentiles
@@ -36,6 +41,7 @@ from ops.bench.quality.ask import APP, TOP_K, answer_all, sources
 from ops.bench.quality.baselines import DEPTH, Answer
 from ops.bench.quality.budget import BUDGETS
 from ops.bench.quality.data import TYPES, Dataset, generate
+from ops.bench.quality.session_start import SessionStart
 from ops.bench.sampler import ProcSampler
 from schemas.enums import Status
 from schemas.tenants import DEFAULT_TENANT
@@ -131,12 +137,18 @@ def bench_quality(
                 u.user_id: env.runtime.memories.load(u.user_id, tenant=DEFAULT_TENANT)
                 for u in data.users
             }
-            by_mode, at_default, deleted = answer_all(env, data, stored)
+            docs, asks = quality_baselines.generated(data)
+            start = SessionStart(APP)
+
+            def at_start(client: httpx.Client, base: str) -> None:
+                for u in data.users:  # one session start per user, after all its sessions
+                    start.measure(client, base, u.user_id, u.questions, docs[u.user_id], None)
+
+            by_mode, at_default, deleted = answer_all(env, data, stored, at_start)
         finally:
             flow.stop()
         _say("raw-turn baselines (bm25, dense, hybrid)")
         started = time.monotonic()
-        docs, asks = quality_baselines.generated(data)
         base = quality_baselines.rank(docs, asks, env.runtime.embedder)
         baseline_s = time.monotonic() - started
         s = env.settings
@@ -168,6 +180,7 @@ def bench_quality(
         },
         "ingest": ingest,
         "memstream": memstream,
+        "session_start": start.summary(),
         "modes": modes,
         "baselines": {**baselines, "seconds": round(baseline_s, 1)},
         "node": node.summary(),  # this process: the ingest flow, the API and the baselines

@@ -15,6 +15,8 @@ Every question goes to ``POST /memory/v1/recall`` (top ``DEPTH``, ``min_relevanc
 the configured fusion) and to the raw-text baselines of ``ops.bench.quality.baselines`` (BM25,
 dense, RRF hybrid) over the same texts, the same visible part; each system is scored
 with ``ops.bench.quality.metrics`` (recall@k and the budget figures of ``ops.bench.quality.budget``).
+Before a point's questions (MADial: before every question) each user's session-start
+context is scored against them (``ops.bench.quality.session_start``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ops.bench.quality.data import Question
 from ops.bench.quality.generated import capacity_overrides
 from ops.bench.quality.metrics import first_ranks, paired, ratios, recalled_chars, score, summarize
 from ops.bench.quality.real import Replay
+from ops.bench.quality.session_start import SessionStart
 from ops.bench.recall import serve_api
 from ops.bench.sampler import ProcSampler
 from schemas.tenants import DEFAULT_TENANT
@@ -65,9 +68,13 @@ def _ask(client: httpx.Client, url: str, q: Question, ids: dict[str, list[str]])
     return Answer(ranked, [i["content"] for i in items], ms, int(reply.get("code", -1)))
 
 
-def _sessions(env: BenchStack, data: Replay, client: httpx.Client, url: str) -> tuple:
-    """RealMem: send, wait, ask, point by point. Returns (answers, ingest summary)."""
+def _sessions(
+    env: BenchStack, data: Replay, client: httpx.Client, url: str, start: SessionStart
+) -> tuple:
+    """RealMem: send, wait, score the session starts, ask, point by point. Returns
+    (answers, ingest summary)."""
     answers: dict[str, Answer] = {}
+    base = url.rsplit("/", 1)[0]
     points = sorted(set(data.after.values()))
     sent_upto, sent, results, waited = 0, {}, {}, 0.0
     for point in points:
@@ -82,6 +89,9 @@ def _sessions(env: BenchStack, data: Replay, client: httpx.Client, url: str) -> 
         sent_upto = point
         asked = [q for q in data.questions if data.after[q.qid] == point]
         _say(f"{point} sessions per user in ({len(sent)} in all): asking {len(asked)}")
+        for uid in sorted({q.user_id for q in asked}):  # the session starts, before recall
+            mine = [q for q in asked if q.user_id == uid]
+            start.measure(client, base, uid, mine, data.docs[uid], data.visible[mine[0].qid])
         for q in asked:
             answers[q.qid] = _ask(client, url, q, {})
     turns = sum(len(e["messages"]) for s in data.sessions.values() for e in s[:sent_upto] if e)
@@ -97,8 +107,9 @@ def _sessions(env: BenchStack, data: Replay, client: httpx.Client, url: str) -> 
     }  # fmt: skip
 
 
-def _memories(data: Replay, client: httpx.Client, url: str) -> tuple:
-    """MADial: add_structured every memory (users in parallel, each in date order)."""
+def _memories(data: Replay, client: httpx.Client, url: str, start: SessionStart) -> tuple:
+    """MADial: add_structured every memory (users in parallel, each in date order), score
+    each user's session start, ask."""
     base = url.rsplit("/", 1)[0]
     ids: dict[str, list[str]] = {}
     codes: dict[str, int] = {}
@@ -118,6 +129,9 @@ def _memories(data: Replay, client: httpx.Client, url: str) -> tuple:
         list(pool.map(write, list(data.memories)))
     seconds = time.monotonic() - started
     n = sum(len(v) for v in data.memories.values())
+    for uid in data.users:
+        mine = [q for q in data.questions if q.user_id == uid]
+        start.measure(client, base, uid, mine, data.docs.get(uid, []), None, ids)
     answers = {q.qid: _ask(client, url, q, ids) for q in data.questions}
     return answers, {
         "tasks": n, "turns": n, "failed_tasks": n - codes.get("0", 0), "missing_tasks": 0,
@@ -142,15 +156,16 @@ def _system(data: Replay, answers: dict[str, Answer]) -> dict[str, Any]:
 def bench_replay(
     settings: Settings, data: Replay, capacity: str = "default", limit: int | None = None
 ) -> dict[str, Any]:
+    start = SessionStart(APP)
     with bench_stack(settings, **capacity_overrides(capacity)) as env, ProcSampler() as node:
         flow = start_ingest(env)
         app, server, thread, url = serve_api(env)
         try:
             with httpx.Client(timeout=120) as client:
                 if data.sessions:
-                    answers, ingest = _sessions(env, data, client, url)
+                    answers, ingest = _sessions(env, data, client, url, start)
                 else:
-                    answers, ingest = _memories(data, client, url)
+                    answers, ingest = _memories(data, client, url, start)
         finally:
             server.should_exit = True
             thread.join(15)
@@ -183,6 +198,7 @@ def bench_replay(
         },
         "ingest": ingest,
         "memstream": memstream,
+        "session_start": start.summary(),
         "modes": {},
         "baselines": {**baselines, "seconds": round(baseline_s, 1)},
         "node": node.summary(),

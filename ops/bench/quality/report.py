@@ -99,6 +99,7 @@ def table(result: dict[str, Any]) -> str:
     lines.append(f"at min_relevance {at['min_relevance']}: hit@10 {_f(at['overall'].get('hit@10'))}"
                  f", recall@10 {_f(at['overall'].get('recall@10'))}")  # fmt: skip
     lines += ["", "what an agent pays for (evidence recall at N characters):", budget_table(result)]
+    lines += start_table(result)
     return "\n".join(lines)
 
 
@@ -129,6 +130,37 @@ def budget_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def start_table(result: dict[str, Any]) -> list[str]:
+    """Session-start coverage (issue 44): per system and question type, the share of
+    the later questions' evidence covered by the context of 1,000 / 2,000 / 4,000
+    characters, and the characters it used at 2,000; the profile's line says why it is
+    missing. No lines for a result written before the figure existed."""
+    start = result.get("session_start")
+    if not start:
+        return []
+    head = ["system".ljust(10), "question".ljust(20), "n".rjust(4)]
+    lines = ["", f"session start, no question yet ({start['contexts']} contexts): share of the "
+             "later questions' evidence covered",
+             " ".join(head + [f"@{b}".rjust(7) for b in start["budgets"]] + ["used@2000"])]  # fmt: skip
+    for name, system in start["systems"].items():
+        if system is None:
+            lines.append(f"{name}: {start['profile']}")
+            continue
+        blocks = [("overall", system["overall"])]
+        if len(system["by_type"]) > 1:
+            blocks += list(system["by_type"].items())
+        for kind, m in blocks:
+            cells = [name[:10].ljust(10), kind[:20].ljust(20), _f(m.get("n"), 4)]
+            cells += [_f(m.get(f"start@{b}"), 7) for b in start["budgets"]]
+            if kind == "overall":
+                chars = system["used"].get("used@2000")
+                cells.append(_f(round(chars) if chars is not None else None, 9))
+            lines.append(" ".join(cells))
+    if start["failed"]:
+        lines.append(f"session start: failed calls (what code: count) {start['failed']}")
+    return lines
+
+
 def replay_table(result: dict[str, Any]) -> str:
     """The readable summary of a public-dataset run (``ops.bench.quality.replay``)."""
     c, ing, ms = result["config"], result["ingest"], result["memstream"]
@@ -144,6 +176,7 @@ def replay_table(result: dict[str, Any]) -> str:
         f"failed recalls {ms['failed_recalls'] or 'none'}",
         "",
         budget_table(result),
+        *start_table(result),
     ]
     for name, by_lang in result.get("paired", {}).items():
         lines.append(f"per question vs {name} (r@10 better/worse/same): " + ", ".join(
