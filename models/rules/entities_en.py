@@ -215,8 +215,9 @@ def _initial_is_name(span: _Span, known: Collection[str]) -> bool:
 def _type(span: _Span, speakers: Collection[str]) -> str:
     key = entity_key(" ".join(span.words))
     first, last = entity_key(span.words[0]), entity_key(span.words[-1])
-    b1 = span.before[-1] if span.before else ""
-    b2 = span.before[-2] if len(span.before) > 1 else ""
+    before = span.before[:-1] if span.before[-1:] == ("the",) else span.before
+    b1 = before[-1] if before else ""  # "visited the Louvre": the cue is "visited"
+    b2 = before[-2] if len(before) > 1 else ""
     if key in speakers:
         return "person"
     if (len(span.words) > 1 and last in w.EN_ORG_SUFFIXES) or key in w.EN_ORGS:

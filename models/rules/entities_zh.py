@@ -236,6 +236,8 @@ def _person_shaped(word: str, flag: str) -> bool:
 def _place_context(words: _Words, start: int, word: str) -> bool:
     """An ns word is a place when it ends like one (…市, …山) or a word that goes with
     places is next to it ("搬到了广州", "深圳的"): jieba also tags "台风", "长跑" ns."""
+    if word in w.ZH_GENERIC_PLACES:
+        return False  # "新城市": a kind of place, not one
     if word[-1] in w.ZH_PLACE_ENDS:
         return True
     if words.after(start) in w.ZH_PLACE_AFTER:

@@ -162,6 +162,9 @@ ZH_PLACE_BEFORE = frozenset(
     位于 老家 是 留学 出差 旅游 旅行 定居 生活 工作 路过 经过""".split()
 )
 ZH_PLACE_AFTER = frozenset("市 省 县 区 人 的 那边 这边 那里 这里 旅游 出差 工作 生活 留学".split())
+ZH_GENERIC_PLACES = frozenset(
+    "城市 市区 郊区 山区 城区 县城 省城 海岛 岛屿 湖边 江边 河边 山上 街上 路上".split()
+)
 ZH_PLACE_ENDS = frozenset("省市县区镇村州岛山湖江河路街港湾城")
 # What may follow a surname to make a name ("王同学", "李大爷", "张老师").
 ZH_TITLES = frozenset(

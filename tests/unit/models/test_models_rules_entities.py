@@ -56,6 +56,7 @@ def test_places_after_their_prepositions():
     assert ("Guangzhou", "place", None) in found("Last year I moved to Guangzhou for work.")
     assert ("Berlin", "place", None) in found("My brother lives in Berlin.")
     assert ("Lisbon", "place", None) in found("I'm from Lisbon originally.")
+    assert ("Louvre", "place", None) in found("We visited the Louvre last summer.")
 
 
 def test_organisations_and_products_by_their_cues():
@@ -134,6 +135,7 @@ def test_zh_people_places_and_organisations_by_pos():
     assert ("深圳", "place", None) in found("我去年从深圳搬到了广州")
     assert ("王同学", "person", None) in found("Lisa和王同学一起打扫教室")
     assert ("小张", "person", None) in found("我和小张一起吃饭")
+    assert names("Bart因为搬家到一个新城市感到孤独", "place") == []
 
 
 def test_zh_a_pet_by_name():
