@@ -5,11 +5,13 @@ the writer already loads). Titles in 《》 are works. Relation words, whole jie
 only (so 哥 inside 哥伦比亚 is none): with a name after them they name a person or a pet
 ("我妹妹小美" → 小美, relation 妹妹; "好友Jimmy"; "新邻居红红"; "我家的狗叫旺财"), and a
 kin word alone is the relation itself ("妈妈" → ``rel:妈妈``). Then jieba's proper-noun
-tags: nr person, ns place, nt organisation, nz other, with three corrections of its
-dictionary (an nr word ending in an animal is an animal, "东北虎"; before a product head
-it is a product, "奥特曼玩具"; before an organisation head an organisation, "华为公司"),
-a surname with a title ("王同学", "李大爷") and 小/老 with a surname ("小张") as
-people. Latin words inside Chinese text ("Bart在学校…") are capitalised names, typed by
+tags: nr person, ns place, nt organisation, nz other. Its dictionary tags many common
+words nr or ns ("翠绿色", "马拉松", "台风"), so a person must also look like a name (a
+surname first, a nickname, a transliteration), not end in an animal ("东北虎"), and not
+stand before a product head ("奥特曼玩具" is a toy); a place must stand next to a word that
+goes with places or end like one. A surname with a title ("王同学", "李大爷") and 小/老
+with a surname ("小张") are people; a name before an organisation head ("华为公司") is
+an organisation. Latin words inside Chinese text ("Bart在学校…") are capitalised names, typed by
 the English lists.
 """
 
