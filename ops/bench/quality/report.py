@@ -156,6 +156,10 @@ def start_table(result: dict[str, Any]) -> list[str]:
                 chars = system["used"].get("used@2000")
                 cells.append(_f(round(chars) if chars is not None else None, 9))
             lines.append(" ".join(cells))
+    listed = start.get("listed") or {}
+    if listed.get("n"):
+        lines.append(f"listed per context: {listed['memories']} recallable memories, "
+                     f"{listed['distinct_weights']} distinct weights")  # fmt: skip
     if start["failed"]:
         lines.append(f"session start: failed calls (what code: count) {start['failed']}")
     return lines

@@ -12,9 +12,13 @@ with the evidence ids it stands for:
   raw-text baselines answer it;
 - ``by_weight`` — memstream's memories by weight: every page of ``POST
   /memory/v1/user/list`` (which answers oldest first), the memories recall would see
-  (ACTIVE, still valid, GLOBAL or the bench's app), highest ``weight`` first, the newer
-  first on a tie; a memory stands for its ``source.msg_ids`` (MADial: the dataset ids it
-  was stored for);
+  (ACTIVE, still valid, GLOBAL or the bench's app), highest ``weight`` first, a tie in
+  user/list's order (older first: a stable sort of its answer); a memory stands for its
+  ``source.msg_ids`` (MADial: the dataset ids it was stored for);
+- ``by_weight_newest`` — the same with a tie newer first. The tie order matters: the
+  ``weight`` user/list shows is the stored one (its initial value until a hit or an
+  update moves it), not the decayed weight of now, so most memories share their type's
+  initial weight (``listed`` counts the memories and distinct weights per context);
 - ``profile`` — ``POST /memory/v1/profile {user_id, scope, max_chars}`` once per budget,
   its ``items`` in order, each standing for its ``msg_ids`` (MADial: its ``memory_ids``'
   dataset ids). Until that endpoint exists it answers 40401 (the first call of a run
@@ -43,7 +47,7 @@ from ops.bench.quality.metrics import mean_of
 from schemas.errors import ErrorCode
 
 START_BUDGETS = (1000, 2000, 4000)
-SYSTEMS = ("recent", "by_weight", "profile")
+SYSTEMS = ("recent", "by_weight", "by_weight_newest", "profile")
 KEYS = tuple(f"start@{b}" for b in START_BUDGETS)
 ABSENT = "n/a (endpoint absent)"
 PAGE = 1000  # user/list's largest page
@@ -81,12 +85,15 @@ def evidence_of(memory: Mapping[str, Any], ids: Mapping[str, list[str]] | None) 
 
 
 def by_weight(
-    memories: Iterable[Mapping[str, Any]], app: str, ids: Mapping[str, list[str]] | None = None
-) -> Context:
-    """The recallable memories, highest weight first, the newer first on a tie."""
+    memories: Iterable[Mapping[str, Any]], app: str, ids: Mapping[str, list[str]] | None = None,
+    *, newest: bool = False,
+) -> Context:  # fmt: skip
+    """The recallable memories, highest weight first; a tie older first (user/list's
+    order), or with ``newest`` newer first."""
     mine = [m for m in memories if recallable(m, app)]
     mine.sort(key=lambda m: (str(m.get("created_at") or ""), str(m.get("memory_id"))))
-    mine.reverse()  # newest first; the stable sort below keeps that order on a tie
+    if newest:
+        mine.reverse()  # the stable sort below keeps this order on a tie
     mine.sort(key=lambda m: -float(m.get("weight") or 0.0))
     return Context([evidence_of(m, ids) for m in mine], [str(m["content"]) for m in mine])
 
@@ -146,6 +153,7 @@ class SessionStart:
         self.used: dict[str, list[dict[str, float]]] = {s: [] for s in SYSTEMS}
         self.profile = "unknown"  # "absent" once it answered 40401 first, else "served"
         self.failed: dict[str, int] = {}
+        self.listed: list[dict[str, float]] = []
         self.contexts = 0
 
     def measure(
@@ -162,8 +170,11 @@ class SessionStart:
         memories, code = list_all(client, base, user_id)
         self._count("user/list", code)
         for name, ctx in (("recent", recent(docs, visible)),
-                          ("by_weight", by_weight(memories, self.app, ids))):  # fmt: skip
+                          ("by_weight", by_weight(memories, self.app, ids)),
+                          ("by_weight_newest", by_weight(memories, self.app, ids, newest=True))):  # fmt: skip
             self._add(name, asked, dict.fromkeys(START_BUDGETS, ctx))
+        weights = [float(m.get("weight") or 0.0) for m in memories if recallable(m, self.app)]
+        self.listed.append({"memories": len(weights), "distinct_weights": len(set(weights))})
         if self.profile != "absent":
             self._profile(client, base, user_id, asked, ids)
 
@@ -216,5 +227,6 @@ class SessionStart:
             "contexts": self.contexts,
             "profile": {"served": "served", "absent": ABSENT}.get(self.profile, "not asked"),
             "failed": self.failed,
+            "listed": mean_of(self.listed),
             "systems": systems,
         }

@@ -47,7 +47,7 @@ def test_the_recent_window_is_the_turns_before_the_session_newest_first() -> Non
     assert recent(docs, None).ranked[0] == ["t4"] and recent([], None) == Context([], [])
 
 
-def test_by_weight_keeps_what_recall_sees_best_weight_first_newer_on_a_tie() -> None:
+def test_by_weight_keeps_what_recall_sees_best_weight_first_a_tie_as_listed() -> None:
     listed = [
         _memory("low", 0.2),
         _memory("old", 0.7, created_at="2026-01-01T00:00:00Z"),
@@ -60,9 +60,11 @@ def test_by_weight_keeps_what_recall_sees_best_weight_first_newer_on_a_tie() -> 
         _memory("other", 0.9, app_id="another"),
         _memory("session", 0.9, level="SESSION", session_id="s1"),
     ]
-    ctx = by_weight(listed, APP)
-    assert ctx.contents == ["memory new", "memory old", "memory glob", "memory low"]
-    assert ctx.ranked == [["t-new"], ["t-old"], ["t-glob"], ["t-low"]]
+    ctx = by_weight(listed, APP)  # a tie in user/list's order: older first
+    assert ctx.contents == ["memory old", "memory new", "memory glob", "memory low"]
+    assert ctx.ranked == [["t-old"], ["t-new"], ["t-glob"], ["t-low"]]
+    newest = by_weight(listed, APP, newest=True)
+    assert newest.contents == ["memory new", "memory old", "memory glob", "memory low"]
 
 
 def test_a_memory_stands_for_all_its_source_turns_or_its_dataset_ids() -> None:
@@ -130,6 +132,10 @@ class _Api:
         return httpx.Response(200, json={"code": 0, "data": {"items": cut}})
 
 
+def weight_overall(out: dict[str, Any]) -> dict[str, Any]:
+    return out["systems"]["by_weight"]["overall"]  # no tie among the weights: the same
+
+
 def _run(api: _Api, questions: list[Question], docs: list[Doc]) -> dict[str, Any]:
     start = SessionStart(APP)
     with httpx.Client(transport=httpx.MockTransport(api)) as client:
@@ -154,6 +160,8 @@ def test_without_the_profile_endpoint_the_column_says_so_and_the_others_are_scor
     out = _run(api, asked, docs)
     assert out["profile"] == ABSENT and out["systems"]["profile"] is None
     assert out["contexts"] == 2 and out["failed"] == {}
+    assert out["listed"] == {"n": 2, "memories": 3.0, "distinct_weights": 3.0}
+    assert out["systems"]["by_weight_newest"]["overall"] == weight_overall(out)
     weight = out["systems"]["by_weight"]
     # q1 twice (both starts), q2 once; the deleted question never counts
     assert weight["overall"]["n"] == 3 and set(weight["by_type"]) == {"single", "entity"}
