@@ -138,7 +138,7 @@ def start_table(result: dict[str, Any]) -> list[str]:
     start = result.get("session_start")
     if not start:
         return []
-    head = ["system".ljust(10), "question".ljust(20), "n".rjust(4)]
+    head = ["context".ljust(16), "question".ljust(20), "n".rjust(4)]
     lines = ["", f"session start, no question yet ({start['contexts']} contexts): share of the "
              "later questions' evidence covered",
              " ".join(head + [f"@{b}".rjust(7) for b in start["budgets"]] + ["used@2000"])]  # fmt: skip
@@ -150,7 +150,7 @@ def start_table(result: dict[str, Any]) -> list[str]:
         if len(system["by_type"]) > 1:
             blocks += list(system["by_type"].items())
         for kind, m in blocks:
-            cells = [name[:10].ljust(10), kind[:20].ljust(20), _f(m.get("n"), 4)]
+            cells = [name[:16].ljust(16), kind[:20].ljust(20), _f(m.get("n"), 4)]
             cells += [_f(m.get(f"start@{b}"), 7) for b in start["budgets"]]
             if kind == "overall":
                 chars = system["used"].get("used@2000")
