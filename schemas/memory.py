@@ -11,10 +11,24 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypedDict
 
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.json_types import JsonObject
 from schemas.tenants import DEFAULT_TENANT
+
+
+class EntityLink(TypedDict):
+    """One entity a memory names (docs/architecture.md#entities): ``entity_id`` is the
+    user's resolved entity (stable under replay), ``name`` its name as this memory was
+    written, ``type`` its type; ``said`` the form this memory said it in ("Mel", "my
+    sister") when that differs from ``name``, else "". A plain dict so the record codec
+    and the stores carry it as JSON."""
+
+    entity_id: str
+    name: str
+    type: str
+    said: str
 
 
 @dataclass(slots=True)
@@ -50,6 +64,8 @@ class MemoryRecord:
     custom_tags: JsonObject = field(default_factory=dict)
     version: int = 0
     tenant_id: str = DEFAULT_TENANT  # with user_id, the person (schemas.tenants)
+    # The entities this memory names, resolved per user (docs/architecture.md#entities).
+    entities: list[EntityLink] = field(default_factory=list)
 
     @property
     def vector_ref(self) -> str:
