@@ -37,6 +37,7 @@ from schemas.limits import (
     StrictNumber,
     UserId,
     check_text,
+    not_blank,
     strict_store_time,
 )
 
@@ -197,6 +198,49 @@ class ChangeLogRequest(_Body):
     end: QueryTime | None = None
     page: StrictInt = Field(default=1, ge=1, le=1_000_000)
     page_size: StrictInt = Field(default=50, ge=1, le=500)
+
+
+# --- entities (docs/api.md#entities) ------------------------------------------------------
+
+
+class ViewScope(_Body):
+    """Which memories a view reads, as recall reads them: the GLOBAL ones with
+    ``include_global``, and ``app_id``'s (an app key names one of its apps)."""
+
+    include_global: StrictBool = True
+    app_id: ScopeId | None = None
+
+
+# a name as a caller writes it: text with something visible, compared folded
+EntityName = Annotated[
+    str,
+    StringConstraints(strict=True, strip_whitespace=True, min_length=1, max_length=256),
+    AfterValidator(not_blank),
+]
+EntityId = Annotated[IdText, StringConstraints(min_length=1, max_length=128)]
+
+
+class EntitiesRequest(_Body):
+    user_id: UserId
+    scope: ViewScope | None = None  # none: every memory the key may read
+    type: Annotated[EntityName, StringConstraints(max_length=64)] | None = None
+    page: StrictInt = Field(default=1, ge=1, le=1_000_000)
+    page_size: StrictInt = Field(default=100, ge=1, le=1000)
+
+
+class EntityRequest(_Body):
+    user_id: UserId
+    scope: ViewScope | None = None
+    entity_id: EntityId | None = None
+    name: EntityName | None = None
+    # the summary's budget (characters); its items fit whole
+    max_chars: StrictInt = Field(default=1000, ge=1, le=MAX_CHARS)
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> EntityRequest:
+        if (self.entity_id is None) == (self.name is None):
+            raise ValueError("give exactly one of entity_id or name")
+        return self
 
 
 # --- privacy ---------------------------------------------------------------------------

@@ -52,6 +52,19 @@ class Source(_Data):
         return cls(session_id=r.source_session_id, msg_id=r.source_msg_id, msg_ids=r.msg_ids)
 
 
+class EntityRef(_Data):
+    """An entity a memory names (docs/architecture.md#entities): the user's resolved
+    entity, its name as that memory wrote it, its type."""
+
+    entity_id: str
+    name: str
+    type: str
+
+    @classmethod
+    def links_of(cls, r: MemoryRecord) -> list[EntityRef]:
+        return [cls(entity_id=e["entity_id"], name=e["name"], type=e["type"]) for e in r.entities]
+
+
 class AddAccepted(_Data):
     """``add``: the turns are queued for extraction; poll ``tasks/{task_id}``."""
 
@@ -155,6 +168,7 @@ class Memory(_Data):
     superseded_by: str | None = None
     custom_tags: JsonObject = Field(default_factory=dict)
     source: Source = Field(default_factory=Source)
+    entities: list[EntityRef] = Field(default_factory=list)
 
     @classmethod
     def of(cls, r: MemoryRecord) -> Memory:
@@ -169,6 +183,7 @@ class Memory(_Data):
             archived_at=r.archived_at, deleted_at=r.deleted_at, valid_at=r.valid_at,
             invalid_at=r.invalid_at, superseded_by=r.superseded_by,
             custom_tags=r.custom_tags, source=Source.of(r),
+            entities=EntityRef.links_of(r),
         )  # fmt: skip
 
 
@@ -258,6 +273,48 @@ class UserMemories(_Data):
     page: int
     page_size: int
     has_more: bool
+
+
+class Entity(_Data):
+    """One entity of a user (docs/api.md#entities): its name and type as the newest
+    memory names it, its other names, how many ACTIVE memories link it and the newest
+    ``valid_at`` among them."""
+
+    entity_id: str
+    name: str
+    type: str
+    aliases: list[str] = Field(default_factory=list)
+    memories: int
+    last_seen: datetime
+
+
+class Entities(_Data):
+    """``entities``: one page of the user's entities, most memories first."""
+
+    entities: list[Entity] = Field(default_factory=list)
+    total: int
+    page: int
+    page_size: int
+    has_more: bool
+
+
+class SummaryItem(_Data):
+    """One line of a summary, with exactly the memories and turns it states."""
+
+    text: str
+    memory_ids: list[str] = Field(default_factory=list)
+    msg_ids: list[str] = Field(default_factory=list)
+
+
+class EntityDetail(_Data):
+    """``entity``: the entity, its summary (from its ACTIVE memories) and every memory
+    that names it in time order, history included; ``entities``: every match when a
+    name matched more than one (``entity`` is the first)."""
+
+    entity: Entity
+    entities: list[Entity] | None = None
+    summary: list[SummaryItem] = Field(default_factory=list)
+    memories: list[Memory] = Field(default_factory=list)
 
 
 class Switched(_Data):
