@@ -13,6 +13,8 @@ from schemas.enums import Level, MemType, OpType, Ownership
 from schemas.json_types import JsonObject
 from schemas.responses import (
     ChangeLogPage,
+    Entities,
+    EntityDetail,
     ExportStatus,
     History,
     RecallResult,
@@ -25,6 +27,16 @@ def _task_failed(task: TaskStatus) -> None:
     """A failed add surfaces as the exception of its code (e.g. 50001 extraction failed)."""
     if task.status == "failed":
         raise error_for(task.code or 50000, f"task {task.task_id} failed: {task.reason or '?'}")
+
+
+def _view_scope(app_id: str | None, include_global: bool | None) -> JsonObject | None:
+    """An entity view's scope; None (left out) when the caller names neither part."""
+    if app_id is None and include_global is None:
+        return None
+    scope: JsonObject = {"app_id": app_id} if app_id is not None else {}
+    if include_global is not None:
+        scope["include_global"] = include_global
+    return scope
 
 
 class Reads(Runner):
@@ -119,6 +131,54 @@ class Reads(Runner):
             include_deleted=include_deleted,
             page=page,
             page_size=page_size,
+        )
+
+    def entities(
+        self,
+        user_id: int,
+        *,
+        app_id: str | None = None,
+        include_global: bool | None = None,
+        type: str | None = None,
+        page: int | None = None,
+        page_size: int | None = None,
+    ) -> Entities:
+        """One page of the user's entities (people, places, ...), most memories first:
+        each with its type, other names, count of current memories and last seen.
+        ``app_id``/``include_global`` narrow it as recall's scope does; neither: every
+        memory the key may read."""
+        return self._read(
+            "entities",
+            Entities,
+            user_id=user_id,
+            scope=_view_scope(app_id, include_global),
+            type=type,
+            page=page,
+            page_size=page_size,
+        )
+
+    def entity(
+        self,
+        user_id: int,
+        *,
+        entity_id: str | None = None,
+        name: str | None = None,
+        app_id: str | None = None,
+        include_global: bool | None = None,
+        max_chars: int | None = None,
+    ) -> EntityDetail:
+        """One entity, by ``entity_id`` or ``name`` (exactly one; a name also matches an
+        alias, any case): a summary of what is true of it now (within ``max_chars``) and
+        every memory naming it in time order, superseded ones included. A name two
+        entities share answers both in ``entities``; none: ``NotFound`` (40401)."""
+        return self._read(
+            "entity",
+            EntityDetail,
+            user_id=user_id,
+            scope=_view_scope(app_id, include_global),
+            entity_id=entity_id,
+            name=name,
+            max_chars=max_chars,
         )
 
     def task(self, task_id: str) -> TaskStatus:
