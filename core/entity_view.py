@@ -63,6 +63,19 @@ def in_scope(rec: MemoryRecord, *, include_global: bool, app_id: str | None) -> 
     return app_id is not None and rec.app_id == app_id
 
 
+def _memo(fold: Fold) -> Fold:
+    """``fold`` remembered for one call: a user's links repeat a few names many times."""
+    known: dict[str, str] = {}
+
+    def folded(text: str) -> str:
+        key = known.get(text)
+        if key is None:
+            key = known[text] = fold(text)
+        return key
+
+    return folded
+
+
 def _newest_first(rec: MemoryRecord) -> tuple[datetime, datetime, str]:
     return (rec.valid_at, rec.created_at, rec.memory_id)
 
@@ -106,6 +119,7 @@ def _view(eid: str, pairs: Sequence[tuple[MemoryRecord, EntityLink]], fold: Fold
 
 def aggregate(records: Iterable[MemoryRecord], *, fold: Fold = str.casefold) -> list[EntityView]:
     """Every entity the records link, in the view's order (module docstring)."""
+    fold = _memo(fold)
     views = [_view(eid, pairs, fold) for eid, pairs in _links(records).items()]
     views.sort(key=lambda v: (v.name.casefold(), v.entity_id))  # stable sorts: the last
     views.sort(key=lambda v: v.last_seen, reverse=True)  # key decides first
@@ -133,7 +147,7 @@ def matching(
     key = fold(name) if name is not None else ""
     if not key:
         return []
-    return [v for v in views if key in {fold(v.name), *map(fold, v.aliases)}]
+    return [v for v in views if fold(v.name) == key or any(fold(a) == key for a in v.aliases)]
 
 
 def timeline(records: Iterable[MemoryRecord], entity_id: str) -> list[MemoryRecord]:
