@@ -8,8 +8,8 @@ Every endpoint checks the key against the exact memories it touches:
 * by scope (recall, add, add_structured, batch_delete scope, session/close, switch,
   change_log): a named ``app_id`` must be one of the key's apps, and a GLOBAL write
   needs the ``global`` grant;
-* with no scope (user/list, change_log, history chains, tasks): only what the key may
-  see is answered.
+* with no scope (user/list, change_log, history chains, tasks, entities, entity): only
+  what the key may see is answered.
 
 ``app`` keys: their apps' APP/SESSION memories, read of GLOBAL. ``admin`` keys: the
 whole of their tenant, nothing of another. Every check above runs inside the caller's
