@@ -13,6 +13,7 @@ from recall_api import export, health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
 from recall_api.routes import add, admin, console, manage, privacy, recall, session
+from recall_api.routes import profile as profile_route
 from recall_api.state import ApiState, LifecycleRunner, install
 from recall_api.text_rule import text_rule
 from sinks.services import Services
@@ -88,5 +89,6 @@ def create_app(
         app.include_router(recall.router)
         for router in (manage.router, privacy.router, session.router):
             app.include_router(router)
+        app.include_router(profile_route.router)  # the user's profile (docs/api.md#profile)
         app.include_router(console.router)  # the web console's page (no data) and whoami
     return app

@@ -243,6 +243,19 @@ class EntityRequest(_Body):
         return self
 
 
+PROFILE_MAX_CHARS = 20_000
+
+
+class ProfileRequest(_Body):
+    """``profile`` (docs/api.md#profile): the user's profile in ``scope``; ``entity`` (a
+    name or an entity_id) narrows it to the memories that name that entity."""
+
+    user_id: UserId
+    scope: ViewScope = Field(default_factory=ViewScope)
+    entity: EntityName | None = None
+    max_chars: StrictInt = Field(default=2000, ge=1, le=PROFILE_MAX_CHARS)
+
+
 # --- privacy ---------------------------------------------------------------------------
 
 

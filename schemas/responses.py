@@ -306,6 +306,25 @@ class SummaryItem(_Data):
     msg_ids: list[str] = Field(default_factory=list)
 
 
+class ProfileItem(_Data):
+    """One statement of a profile, with exactly the memories and turns it states;
+    ``entity`` the name of the entity it is about, when it is about one."""
+
+    text: str
+    entity: str | None = None
+    memory_ids: list[str] = Field(default_factory=list)
+    msg_ids: list[str] = Field(default_factory=list)
+
+
+class Profile(_Data):
+    """``profile``: the items in reading order, their characters together, and the newest
+    ``updated_at`` among the memories they cite (None when there are none)."""
+
+    items: list[ProfileItem] = Field(default_factory=list)
+    chars_used: int = 0
+    updated_at: datetime | None = None
+
+
 class EntityDetail(_Data):
     """``entity``: the entity, its summary (from its ACTIVE memories) and every memory
     that names it in time order, history included; ``entities``: every match when a

@@ -1,0 +1,93 @@
+"""``POST /memory/v1/profile`` (docs/api.md#profile): who the user is and what matters
+now, as items that fit the caller's budget whole, each citing exactly the memories and
+turns it states (docs/architecture.md#the-profile).
+
+Computed on read from the user's current memories, so a memory deleted, superseded or
+purged is out of the profile the moment the call that changed it returns. The records
+are the ACTIVE ones the key may read (``recall_api.access``) in the request's scope by
+recall's own predicate (``core.scope``: the GLOBAL memories with ``include_global``,
+the app's APP memories with ``app_id``; a switched-off app contributes nothing, a
+switched-off user answers 40301 with an empty profile). An app key names one of its
+apps or none (GLOBAL only) and never sees another app's facts. ``entity`` narrows the
+records to those that name it (an entity_id, or a name or alias as the entity view
+matches it). The choice and the words are the pure planner's (``core.profile``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Response
+
+from core.entity_view import aggregate, matching
+from core.profile import plan_profile
+from core.scope import ScopeError, ScopeRequest, resolve_scope
+from models.rules.entity_mention import entity_key as _fold
+from recall_api.access import Caller
+from recall_api.deps import CallerDep, ServicesDep
+from recall_api.errors import ApiError, ok
+from schemas.api import Envelope
+from schemas.enums import Status
+from schemas.errors import ErrorCode
+from schemas.memory import MemoryRecord
+from schemas.requests import ProfileRequest
+from schemas.responses import Profile, ProfileItem
+from sinks.services import Services
+
+router = APIRouter(prefix="/memory/v1", tags=["profile"])
+EMPTY: dict[str, object] = {"items": [], "chars_used": 0, "updated_at": None}
+
+
+def _records(svc: Services, caller: Caller, body: ProfileRequest) -> list[MemoryRecord]:
+    """The ACTIVE memories of the request's scope this key may read."""
+    scope = body.scope
+    caller.check_app(scope.app_id)
+    request = ScopeRequest(
+        user_id=body.user_id,
+        tenant_id=caller.tenant,
+        include_global=scope.include_global,
+        app_id=scope.app_id,
+    )
+    try:
+        pred = resolve_scope(request, svc.switches.get(body.user_id, tenant=caller.tenant))
+    except ScopeError as exc:
+        raise ApiError(ErrorCode(exc.code), str(exc), EMPTY) from None
+    if pred.is_empty:
+        return []
+    rows = svc.memories.load(body.user_id, statuses=[Status.ACTIVE], tenant=caller.tenant)
+    return [r for r in caller.visible(rows) if pred.matches(r)]
+
+
+def _about(records: Sequence[MemoryRecord], entity: str) -> list[MemoryRecord]:
+    """The records that name ``entity`` (its id, or a name or alias of it)."""
+    views = aggregate(records, fold=_fold)
+    ids = {v.entity_id for v in matching(views, entity_id=entity, fold=_fold)}
+    ids |= {v.entity_id for v in matching(views, name=entity, fold=_fold)}
+    return [r for r in records if any(e["entity_id"] in ids for e in r.entities)]
+
+
+@router.post("/profile", response_model=Envelope[Profile])
+def profile(body: ProfileRequest, svc: ServicesDep, caller: CallerDep) -> Response:
+    """The user's profile in ``scope`` within ``max_chars`` (module docstring)."""
+    records = _records(svc, caller, body)
+    if body.entity is not None:
+        records = _about(records, body.entity)
+    items = plan_profile(records, body.max_chars, now=datetime.now(UTC))
+    by_id = {r.memory_id: r for r in records}
+    cited = [by_id[m] for i in items for m in i.memory_ids]
+    return ok(
+        Profile(
+            items=[
+                ProfileItem(
+                    text=i.text,
+                    entity=i.entity,
+                    memory_ids=list(i.memory_ids),
+                    msg_ids=list(i.msg_ids),
+                )
+                for i in items
+            ],
+            chars_used=sum(len(i.text) for i in items),
+            updated_at=max((r.updated_at for r in cited), default=None),
+        )
+    )
