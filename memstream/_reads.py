@@ -17,6 +17,7 @@ from schemas.responses import (
     EntityDetail,
     ExportStatus,
     History,
+    Profile,
     RecallResult,
     TaskStatus,
     UserMemories,
@@ -178,6 +179,29 @@ class Reads(Runner):
             scope=_view_scope(app_id, include_global),
             entity_id=entity_id,
             name=name,
+            max_chars=max_chars,
+        )
+
+    def profile(
+        self,
+        user_id: int,
+        *,
+        app_id: str | None = None,
+        include_global: bool | None = None,
+        entity: str | None = None,
+        max_chars: int | None = None,
+    ) -> Profile:
+        """Who the user is and what matters now, for the start of a session: items in
+        reading order that fit ``max_chars`` (default 2,000) whole, each citing exactly
+        the memories and turns it states. ``app_id``: that app's memories and (unless
+        ``include_global`` is false) the GLOBAL ones; none: the GLOBAL profile.
+        ``entity`` (a name or an entity_id) narrows it to the memories naming it."""
+        return self._read(
+            "profile",
+            Profile,
+            user_id=user_id,
+            scope=_view_scope(app_id, include_global),
+            entity=entity,
             max_chars=max_chars,
         )
 
