@@ -51,18 +51,23 @@ class EntityExtraction:
 
 
 def extract_entities(
-    text: str, *, speaker_names: Sequence[str] = (), types: Collection[str] | None = None
+    text: str,
+    *,
+    speaker_names: Sequence[str] = (),
+    types: Collection[str] | None = None,
+    known: frozenset[str] = frozenset(),
 ) -> EntityExtraction:
     """The entities ``text`` names. ``types`` None keeps the built-in types
     (:data:`BUILTIN_TYPES`); otherwise only the declared ones the rules recognise (an
-    empty collection keeps none)."""
+    empty collection keeps none). ``known``: keys of names the user already has
+    (``core.entity_resolution``), so a sentence-opening "Anna" is taken as a name."""
     if isinstance(types, str):
         types = (types,)  # one type, not its letters
     if isinstance(speaker_names, str):
         speaker_names = (speaker_names,)
     keep, unsupported = _declared(types)
     names = tuple(dict.fromkeys(n.strip() for n in speaker_names if n and n.strip()))
-    mentions = tuple(m for m in _mentions(text, names) if m.type in keep)
+    mentions = tuple(m for m in _mentions(text, names, known) if m.type in keep)
     return EntityExtraction(mentions, unsupported)
 
 
@@ -75,11 +80,13 @@ def _declared(types: Collection[str] | None) -> tuple[frozenset[str], tuple[str,
 
 
 @functools.lru_cache(maxsize=1 << 12)  # ingest and backfill ask again for the same text
-def _mentions(text: str, speakers: tuple[str, ...]) -> tuple[EntityMention, ...]:
+def _mentions(
+    text: str, speakers: tuple[str, ...], known: frozenset[str]
+) -> tuple[EntityMention, ...]:
     taken = Taken(len(text))
     found = _speakers(text, speakers, taken)
-    known = frozenset(entity_key(n) for n in speakers)
-    found += find_zh(text, taken) if has_cjk(text) else find_en(text, taken, known)
+    keys = frozenset(entity_key(n) for n in speakers)
+    found += find_zh(text, taken) if has_cjk(text) else find_en(text, taken, keys, known)
     return _one_type_per_name(sorted((m for m in found if m.key), key=lambda m: m.start))
 
 

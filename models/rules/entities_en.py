@@ -35,9 +35,12 @@ def _alternation(words: Collection[str]) -> str:
 
 
 _KIN_SOCIAL = {**w.EN_SOCIAL, **w.EN_KIN}
+# The speaker's own: "my sister", and the stored memory's "User's sister" (the rules
+# extractor writes a turn's facts about the user in the third person).
+_SPEAKER = r"(?i:my|our|(?:the\s+)?user['’]s)"
 _ALL_RELATIONS = {**_KIN_SOCIAL, **w.EN_PETS}
 _MY_RELATION = re.compile(
-    rf"\b(?i:my|our)\s+(?:(?i:{_MODS})\s*)*(?P<rel>(?i:{_alternation(_ALL_RELATIONS)}))"
+    rf"\b{_SPEAKER}\s+(?:(?i:{_MODS})\s*)*(?P<rel>(?i:{_alternation(_ALL_RELATIONS)}))"
     rf"(?P<poss>['’]s)?\b(?:[ \t]*,?[ \t]*(?:(?:is[ \t]+|was[ \t]+)?(?:named|called)[ \t]+)?"
     rf"(?P<name>{_NAME}))?"
 )
@@ -45,7 +48,7 @@ _NAMED_PET = re.compile(
     rf"\b(?P<rel>(?i:{_alternation(w.EN_PETS)}))[ \t]+(?:named|called)[ \t]+(?P<name>{_NAME})"
 )
 _APPOSITIVE = re.compile(
-    rf"\b(?P<name>{_NAME})[ \t]*,[ \t]*(?i:my|our)\s+(?:(?i:{_MODS})\s*)*"
+    rf"\b(?P<name>{_NAME})[ \t]*,[ \t]*{_SPEAKER}\s+(?:(?i:{_MODS})\s*)*"
     rf"(?P<rel>(?i:{_alternation(_KIN_SOCIAL)}))\b"
 )
 _ABBREVIATIONS = frozenset("mr mrs ms dr prof st jr sr vs".split())
@@ -66,13 +69,17 @@ class _Span:
     after: str  # the lowercased word after it
 
 
-def find_en(text: str, taken: Taken, speakers: Collection[str]) -> list[EntityMention]:
-    """The English mentions of ``text`` outside ``taken``; ``speakers`` are known name keys."""
+def find_en(
+    text: str, taken: Taken, speakers: Collection[str], known_keys: Collection[str] = ()
+) -> list[EntityMention]:
+    """The English mentions of ``text`` outside ``taken``; ``speakers`` are the speakers'
+    name keys, ``known_keys`` the keys of names the user's memories already hold (a
+    sentence-opening "Anna" is a name once the user has an Anna)."""
     for m in _TIME_PHRASE.finditer(text):
         taken.take(m.start(), m.end())
     out = _relations(text, taken)
     spans = list(_spans(text, taken))
-    known = set(speakers) | {x.key for x in out}
+    known = set(speakers) | set(known_keys) | {x.key for x in out}
     known |= {entity_key(" ".join(s.words)) for s in spans if not s.initial}
     for span in spans:
         name = text[span.start : span.end]

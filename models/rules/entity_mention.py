@@ -10,8 +10,12 @@ answer, frozen so a cached answer cannot be changed by a caller.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
+
+# re-exported: the extractor's modules key their mentions through this one
+from core.entity_keys import RELATION_KEY_PREFIX as RELATION_KEY_PREFIX
+from core.entity_keys import entity_key as entity_key
+from core.entity_keys import relation_key as relation_key
 
 # The types the rules recognise, in the order a reader would list them. "work" is a
 # title (a book, a film, a game: 《三体》); "other" a proper noun the rules cannot type.
@@ -46,10 +50,6 @@ TYPE_ALIASES: dict[str, str] = {
     "title": "work",
     "titles": "work",
 }
-RELATION_KEY_PREFIX = "rel:"
-
-_POSSESSIVE = re.compile(r"(?:['’]s|(?<=s)['’])$", re.I)
-_EDGE_PUNCT = re.compile(r"^[\W_]+|[\W_]+$")
 _SPACES = re.compile(r"\s+")
 
 
@@ -71,19 +71,6 @@ class EntityMention:
     relation: str | None
     start: int
     end: int
-
-
-def entity_key(name: str) -> str:
-    """The form two mentions of one name share: NFKC, case-folded, spaces collapsed,
-    possessive and edge punctuation dropped ("Anna's" and "anna" → "anna")."""
-    text = unicodedata.normalize("NFKC", name).strip()
-    text = _POSSESSIVE.sub("", _EDGE_PUNCT.sub("", text))
-    return _SPACES.sub(" ", _EDGE_PUNCT.sub("", text)).casefold()
-
-
-def relation_key(relation: str) -> str:
-    """The key of a relation said without a name ("my mom" → ``rel:mother``)."""
-    return RELATION_KEY_PREFIX + relation.casefold()
 
 
 def normalize_type(name: str) -> str:

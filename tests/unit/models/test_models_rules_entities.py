@@ -237,3 +237,17 @@ def test_zh_a_quoted_latin_title_is_a_work_not_people():
     got = found('Lisa参加期待的电影"Minions: The Rise of Gru"首映')
     assert ("Minions: The Rise of Gru", "work", None) in got
     assert {n for n, kind, _ in got if kind == "person"} == {"Lisa"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("User's sister Anna lives in Lyon.", ("Anna", "anna", "sister")),
+        ("The user's sister loves hiking.", ("sister", "rel:sister", "sister")),
+        ("用户妹妹小美住在上海", ("小美", "小美", "妹妹")),
+    ],
+)
+def test_a_stored_memorys_third_person_is_the_speakers_relation(text, expected) -> None:
+    """The rules extractor stores "my sister" as "User's sister": still the speaker's."""
+    first = extract_entities(text).mentions[0]
+    assert (first.name, first.key, first.relation) == expected
