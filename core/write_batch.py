@@ -14,7 +14,7 @@ from datetime import datetime
 import numpy as np
 
 from schemas.enums import OpSource, OpType
-from schemas.memory import ChangeRecord, MemoryRecord
+from schemas.memory import ChangeRecord, EntityLink, MemoryRecord
 from schemas.tenants import UserKey
 
 
@@ -28,6 +28,9 @@ class WriteBatch:
     # users whose data key is destroyed before this batch is sealed (a whole-user purge,
     # in the writer's order: whatever that user wrote earlier becomes unreadable)
     shred_users: list[UserKey] = field(default_factory=list)
+    # entity links an edit dropped from a memory (its new version is in ``memories``):
+    # the sink marks them UNLINKED in memory_entities (docs/architecture.md#entities)
+    unlinked: list[tuple[MemoryRecord, EntityLink]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -45,6 +48,7 @@ class WriteBatch:
         self.milvus_deletes.extend(other.milvus_deletes)
         self.purge_ids.extend(other.purge_ids)
         self.shred_users.extend(other.shred_users)
+        self.unlinked.extend(other.unlinked)
 
 
 def change(

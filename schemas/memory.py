@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
 from schemas.json_types import JsonObject
@@ -22,13 +22,15 @@ class EntityLink(TypedDict):
     """One entity a memory names (docs/architecture.md#entities): ``entity_id`` is the
     user's resolved entity (stable under replay), ``name`` its name as this memory was
     written, ``type`` its type; ``said`` the form this memory said it in ("Mel", "my
-    sister") when that differs from ``name``, else "". A plain dict so the record codec
-    and the stores carry it as JSON."""
+    sister") when that differs from ``name``, else ""; ``relation`` the speaker's relation
+    said with it ("sister" for "my sister Anna"), which later mentions of "my sister"
+    resolve by. A plain dict so the record codec and the stores carry it as JSON."""
 
     entity_id: str
     name: str
     type: str
     said: str
+    relation: NotRequired[str]
 
 
 @dataclass(slots=True)

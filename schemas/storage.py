@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from schemas.ch_layout import Layout, Table
 
-SCHEMA_VERSION = 5  # 2: memories.source_msg_ids; 3: store_meta; 4: data_keys; 5: tenant_id
+SCHEMA_VERSION = 6  # 2: source_msg_ids; 3: store_meta; 4: data_keys; 5: tenant_id; 6: entities
 
 MEMORY_COLUMNS: tuple[str, ...] = (
     "tenant_id", "memory_id", "user_id", "app_id", "session_id", "level", "ownership", "mem_type",
@@ -19,8 +19,18 @@ MEMORY_COLUMNS: tuple[str, ...] = (
     "recall_count", "created_at", "updated_at", "last_recalled_at", "expire_at",
     "archived_at", "deleted_at", "valid_at", "invalid_at", "superseded_by",
     "source_session_id", "source_msg_id", "source_msg_ids", "custom_tags", "vector_ref",
-    "version",
+    "version", "entities",
 )  # fmt: skip
+
+# One row per (memory, entity) link (docs/architecture.md#entities): the memory's scope,
+# status and validity beside the entity, so an analyst's SQL gathers an entity's
+# memories without reading the sealed content. ``name`` and ``said`` are sealed as the
+# content is; ``status`` is the memory's, or UNLINKED once an edit dropped the link.
+ENTITY_COLUMNS: tuple[str, ...] = (
+    "tenant_id", "user_id", "app_id", "memory_id", "entity_id", "name", "type", "said",
+    "status", "valid_at", "invalid_at", "version",
+)  # fmt: skip
+ENTITIES_TABLE = "memory_entities"
 
 CHANGELOG_COLUMNS: tuple[str, ...] = (
     "tenant_id", "change_id", "memory_id", "user_id", "app_id", "level", "op_type", "content_before",
@@ -30,11 +40,11 @@ CHANGELOG_COLUMNS: tuple[str, ...] = (
 
 TENANT_COLUMN = "tenant_id LowCardinality(String) DEFAULT 'default'"
 SETTINGS_TABLE = "memory_settings"
-TENANT_TABLES = ("memories", "memory_changelog", "memory_settings", "data_keys")
+TENANT_TABLES = ("memories", "memory_changelog", "memory_settings", "data_keys", ENTITIES_TABLE)
 TABLES = (*TENANT_TABLES, "store_meta", "schema_migrations")  # every table of the schema
 # What a tenant's SQL may read (core.sql_guard): its user tables, not data_keys (the wrapped
 # keys are the server's to use, not an analyst's to read).
-SQL_TABLES = ("memories", "memory_changelog", "memory_settings")
+SQL_TABLES = ("memories", "memory_changelog", "memory_settings", ENTITIES_TABLE)
 _TS = "DateTime64(3, 'UTC')"
 # Per-user tables are sharded by the user (see schemas/ch_layout.py for why the hash).
 _BY_USER = "cityHash64(user_id)"
@@ -186,6 +196,32 @@ def clickhouse_ddl(db: str, cluster: str = "") -> list[str]:
             )
         ),
         *lay.alter("memory_changelog", f"ADD COLUMN IF NOT EXISTS {TENANT_COLUMN} FIRST"),
+        # v5 → v6: the entities a memory names (sealed JSON of its EntityLinks), and
+        # the entity↔memory table below.
+        *lay.alter("memories", "ADD COLUMN IF NOT EXISTS entities String DEFAULT ''"),
+        *lay.create(
+            Table(
+                ENTITIES_TABLE,
+                f"""
+            {TENANT_COLUMN},
+            user_id UInt64,
+            app_id Nullable(String),
+            memory_id String,
+            entity_id String,
+            name String,
+            type LowCardinality(String),
+            said String,
+            status LowCardinality(String),
+            valid_at {_TS},
+            invalid_at Nullable({_TS}),
+            version UInt64
+        """,
+                "ReplacingMergeTree",
+                "version",
+                "ORDER BY (user_id, memory_id, entity_id)",
+                _BY_USER,
+            )
+        ),
         *settings_ddl(db, cluster=cluster),
         # v2 → v3: facts about the store itself, key → JSON value (the embedding model
         # that made the vectors of a Milvus collection, a re-embed checkpoint); see

@@ -41,8 +41,8 @@ from schemas.enums import Level, MemType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
 from schemas.json_types import JsonObject
 from schemas.limits import clip_tags
-from schemas.memory import ChangeRecord, MemoryRecord, tags_json
-from schemas.storage import CHANGELOG_COLUMNS, MEMORY_COLUMNS
+from schemas.memory import ChangeRecord, EntityLink, MemoryRecord, tags_json
+from schemas.storage import CHANGELOG_COLUMNS, ENTITIES_TABLE, ENTITY_COLUMNS, MEMORY_COLUMNS
 from schemas.tenants import DEFAULT_TENANT
 from sinks.change_events import blind_tags, change_events, milvus_row
 from sinks.crypto import is_ciphertext
@@ -106,10 +106,14 @@ class MemoryStore(LifecycleQueries):
             ch.insert("memories", rows, MEMORY_COLUMNS)
             changes = [self._change_row(c) for c in batch.changes]
             ch.insert("memory_changelog", changes, CHANGELOG_COLUMNS)
+            links = self._entity_rows(batch, version)
+            if links:
+                ch.insert(ENTITIES_TABLE, links, ENTITY_COLUMNS)
             if batch.purge_ids:
                 self._purge(sorted(set(batch.purge_ids)))
             for tenant, user_id in sorted(set(batch.shred_users)):
                 self._forget_plain_hashes(user_id, tenant)
+                self._forget_entities(user_id, tenant)
         for m in batch.memories:
             m.version = version
         with timed("milvus"):
@@ -131,12 +135,21 @@ class MemoryStore(LifecycleQueries):
         ch, p = self.stores.clickhouse, {"ids": ids}
         memories, changelog = ch.layout.mutate("memories"), ch.layout.mutate("memory_changelog")
         ch.command(f"DELETE FROM {memories} WHERE memory_id IN {{ids:Array(String)}}", p)
+        links = ch.layout.mutate(ENTITIES_TABLE)
+        ch.command(f"DELETE FROM {links} WHERE memory_id IN {{ids:Array(String)}}", p)
         ch.command(
             f"ALTER TABLE {changelog} UPDATE content_before = '', "
             "content_after = '', sanitized = 1 WHERE memory_id IN {ids:Array(String)} "
             "SETTINGS mutations_sync = 2",
             p,
         )
+
+    def _forget_entities(self, user_id: int, tenant: str) -> None:
+        """A purged user's entity links leave ``memory_entities`` at once, every version
+        (their names were sealed with the destroyed key; the ids and links go too)."""
+        ch, p = self.stores.clickhouse, dict[str, object]()
+        where = MemoryFilter.of(tenant, user_id).where(p)
+        ch.command(f"DELETE FROM {ch.layout.mutate(ENTITIES_TABLE)} WHERE {where}", p)
 
     def _forget_plain_hashes(self, user_id: int, tenant: str) -> None:
         """A purged user's rows written before hashes were keyed hold a plain sha256 of
@@ -273,8 +286,44 @@ class MemoryStore(LifecycleQueries):
             "custom_tags": seal(tags_json(m.custom_tags)) if m.custom_tags else "",
             "vector_ref": m.vector_ref,
             "version": version,
+            "entities": seal(json.dumps(m.entities, ensure_ascii=False)) if m.entities else "",
         }
         return [values[c] for c in MEMORY_COLUMNS]
+
+    def _entity_rows(self, batch: WriteBatch, version: int) -> list[list[object]]:
+        """The ``memory_entities`` rows of a batch (docs/architecture.md#entities): each
+        written memory's links with its status and validity now, and an UNLINKED row for
+        each link an edit dropped. A purged memory's links leave with it (``_purge``)."""
+        gone = set(batch.purge_ids)
+        rows: list[list[object]] = []
+
+        def row(m: MemoryRecord, link: EntityLink, status: str) -> list[object]:
+            u, t = m.user_id, m.tenant_id
+            if status == "UNLINKED":  # no words on a dropped link (a purge's shred)
+                link = EntityLink(entity_id=link["entity_id"], name="", type=link["type"], said="")
+            values = {
+                "tenant_id": t,
+                "user_id": u,
+                "app_id": m.app_id,
+                "memory_id": m.memory_id,
+                "entity_id": link["entity_id"],
+                "name": self.cipher.encrypt(u, link["name"], t) if link["name"] else "",
+                "type": link["type"],
+                "said": self.cipher.encrypt(u, link["said"], t) if link["said"] else "",
+                "status": status,
+                "valid_at": m.valid_at,
+                "invalid_at": m.invalid_at,
+                "version": version,
+            }
+            return [values[c] for c in ENTITY_COLUMNS]
+
+        for m in batch.memories:
+            if m.memory_id not in gone:
+                rows += [row(m, link, str(m.status)) for link in m.entities]
+        for m, link in batch.unlinked:
+            if m.memory_id not in gone:
+                rows.append(row(m, link, "UNLINKED"))
+        return rows
 
     def _change_row(self, c: ChangeRecord) -> list[object]:
         u, t = c.user_id, c.tenant_id
@@ -427,7 +476,28 @@ class MemoryStore(LifecycleQueries):
             ],
             custom_tags=self.tags_of(u, r["custom_tags"], t),
             version=int(r["version"]),
+            entities=self.entities_of(u, str(r.get("entities") or ""), t),
         )
+
+    def entities_of(self, user_id: int, stored: str, tenant: str) -> list[EntityLink]:
+        """A memory's entity links as stored (sealed JSON; none before v6 or once shredded)."""
+        text = self._plain(user_id, stored, tenant) if stored else ""
+        if not text:
+            return []
+        links = json.loads(text)
+        out: list[EntityLink] = []
+        for x in links:
+            if isinstance(x, dict) and x.get("entity_id"):
+                link = EntityLink(
+                    entity_id=str(x["entity_id"]),
+                    name=str(x.get("name") or ""),
+                    type=str(x.get("type") or "other"),
+                    said=str(x.get("said") or ""),
+                )
+                if x.get("relation"):
+                    link["relation"] = str(x["relation"])
+                out.append(link)
+        return out
 
     def _plain(self, user_id: int, value: str, tenant: str) -> str:
         """A sealed value opened (``""`` once shredded), or a value of an older store."""

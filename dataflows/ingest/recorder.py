@@ -91,6 +91,7 @@ class Recorder:
         takes it when ACTIVE (keeping its vector when ``vector`` is None); counted anew
         in its scope. ``label``: the change id's op name when not ``UPDATE``."""
         self._put(rec, vector)
+        self._unlink(old, rec)
         self.note(
             rec,
             OpType.UPDATE,
@@ -167,8 +168,14 @@ class Recorder:
         rec = dataclasses.replace(old, status=Status.DELETED, deleted_at=now, updated_at=now)
         if shred:
             rec = dataclasses.replace(
-                rec, content="", custom_tags={}, source_msg_id=None, source_msg_ids=[]
+                rec,
+                content="",
+                custom_tags={},
+                source_msg_id=None,
+                source_msg_ids=[],
+                entities=[],
             )
+            self._unlink(old, rec)
             self.batch.milvus_deletes.append(old.memory_id)
         before = "" if shred else old.content
         self.retire(old, rec, OpType.DELETE, reason, before=before, source=source)
@@ -231,6 +238,11 @@ class Recorder:
         self.batch.memories.append(rec)
         if vector is not None:
             self.batch.vectors[rec.memory_id] = vector
+
+    def _unlink(self, old: MemoryRecord, rec: MemoryRecord) -> None:
+        """The links ``old`` had and ``rec`` lost, for the sink to mark UNLINKED."""
+        kept = {link["entity_id"] for link in rec.entities}
+        self.batch.unlinked += [(rec, x) for x in old.entities if x["entity_id"] not in kept]
 
     @contextmanager
     def _vacated(self, old: MemoryRecord) -> Iterator[None]:

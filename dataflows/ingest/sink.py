@@ -62,6 +62,7 @@ def merge_applied(items: list[Applied]) -> Applied:
         merged.batch.milvus_deletes.extend(a.batch.milvus_deletes)
         merged.batch.purge_ids.extend(a.batch.purge_ids)
         merged.batch.shred_users.extend(a.batch.shred_users)
+        merged.batch.unlinked.extend(a.batch.unlinked)
         merged.results.extend(a.results)
         merged.command_results.extend(a.command_results)
         merged.rejected.extend(a.rejected)

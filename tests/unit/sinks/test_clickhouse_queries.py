@@ -95,6 +95,7 @@ def test_purge_and_shred_mutate_the_tables_that_hold_the_parts(cluster):
         local = f"_local ON CLUSTER {CLUSTER} "
         assert sent == [
             f"DELETE FROM {DB}.memories{local}WHERE memory_id IN {{ids:Array(String)}}",
+            f"DELETE FROM {DB}.memory_entities{local}WHERE memory_id IN {{ids:Array(String)}}",
             f"ALTER TABLE {DB}.memory_changelog{local}UPDATE content_before = '', "
             "content_after = '', sanitized = 1 WHERE memory_id IN {ids:Array(String)} "
             "SETTINGS mutations_sync = 2",
@@ -104,6 +105,7 @@ def test_purge_and_shred_mutate_the_tables_that_hold_the_parts(cluster):
     else:
         assert [s.split(" WHERE")[0] for s in sent] == [
             f"DELETE FROM {DB}.memories",
+            f"DELETE FROM {DB}.memory_entities",
             f"ALTER TABLE {DB}.memory_changelog UPDATE content_before = '', "
             "content_after = '', sanitized = 1",
             f"ALTER TABLE {DB}.data_keys DELETE",

@@ -69,6 +69,28 @@ ALTER TABLE memstream.memory_changelog_local ON CLUSTER prod ADD COLUMN IF NOT E
 
 ALTER TABLE memstream.memory_changelog ON CLUSTER prod ADD COLUMN IF NOT EXISTS tenant_id LowCardinality(String) DEFAULT 'default' FIRST;
 
+ALTER TABLE memstream.memories_local ON CLUSTER prod ADD COLUMN IF NOT EXISTS entities String DEFAULT '';
+
+ALTER TABLE memstream.memories ON CLUSTER prod ADD COLUMN IF NOT EXISTS entities String DEFAULT '';
+
+CREATE TABLE IF NOT EXISTS memstream.memory_entities_local ON CLUSTER prod (
+            tenant_id LowCardinality(String) DEFAULT 'default',
+            user_id UInt64,
+            app_id Nullable(String),
+            memory_id String,
+            entity_id String,
+            name String,
+            type LowCardinality(String),
+            said String,
+            status LowCardinality(String),
+            valid_at DateTime64(3, 'UTC'),
+            invalid_at Nullable(DateTime64(3, 'UTC')),
+            version UInt64
+        ) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/memstream/memory_entities', '{replica}', version)
+        ORDER BY (user_id, memory_id, entity_id);
+
+CREATE TABLE IF NOT EXISTS memstream.memory_entities ON CLUSTER prod AS memstream.memory_entities_local ENGINE = Distributed(prod, memstream, memory_entities_local, cityHash64(user_id));
+
 CREATE TABLE IF NOT EXISTS memstream.memory_settings_local ON CLUSTER prod (
             tenant_id LowCardinality(String) DEFAULT 'default',
             user_id UInt64,

@@ -59,6 +59,24 @@ CREATE TABLE IF NOT EXISTS memstream.memory_changelog (
 
 ALTER TABLE memstream.memory_changelog ADD COLUMN IF NOT EXISTS tenant_id LowCardinality(String) DEFAULT 'default' FIRST;
 
+ALTER TABLE memstream.memories ADD COLUMN IF NOT EXISTS entities String DEFAULT '';
+
+CREATE TABLE IF NOT EXISTS memstream.memory_entities (
+            tenant_id LowCardinality(String) DEFAULT 'default',
+            user_id UInt64,
+            app_id Nullable(String),
+            memory_id String,
+            entity_id String,
+            name String,
+            type LowCardinality(String),
+            said String,
+            status LowCardinality(String),
+            valid_at DateTime64(3, 'UTC'),
+            invalid_at Nullable(DateTime64(3, 'UTC')),
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (user_id, memory_id, entity_id);
+
 CREATE TABLE IF NOT EXISTS memstream.memory_settings (
             tenant_id LowCardinality(String) DEFAULT 'default',
             user_id UInt64,
