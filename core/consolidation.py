@@ -179,6 +179,10 @@ def merged_record(
         source_msg_ids=msg_ids,
         custom_tags=dict(first.custom_tags),
         version=0,
+        # every member's entities, once each (docs/architecture.md#entities)
+        entities=list({x["entity_id"]: x for m in ordered[::-1] for x in m.entities}.values())[
+            ::-1
+        ],
     )
 
 

@@ -61,6 +61,7 @@ LIVE_SETTINGS = frozenset(
         "capacity_global",
         "capacity_per_app",
         "capacity_total",
+        "entity_types",
         "important_ratio",
         "evict_target_ratio",
         "consolidation_enabled",

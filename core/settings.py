@@ -36,6 +36,7 @@ APP_OVERRIDABLE = frozenset(
         "capacity_global",
         "capacity_per_app",
         "capacity_total",
+        "entity_types",
         "important_ratio",
         "min_relevance",
         "rank_relevance_weight",
@@ -225,6 +226,10 @@ class Settings(BaseSettings):
     # --- capacity ---
     capacity_global: int = Field(500, ge=1)
     capacity_per_app: int = Field(200, ge=1)
+    # The entity types kept at ingest (docs/architecture.md#entities); None: the built-in
+    # ones. Usually set per app (ride-hailing: places; a shop: products); an event's
+    # ``strategy.entity_types`` overrides it for that event.
+    entity_types: list[str] | None = Field(None, max_length=32)
     capacity_total: int = Field(2000, ge=1)
     important_ratio: float = Field(0.2, ge=0, le=1)
     evict_target_ratio: float = Field(0.9, gt=0, le=1)

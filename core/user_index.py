@@ -47,6 +47,7 @@ import numpy as np
 from core import index_search, index_views, record_codec
 from core.calibration import latin_share
 from core.capacity import EvictionCandidate
+from core.entity_resolution import EntityRegistry
 from core.index_columns import CODES, PER_ROW, Columns, hash_prefix
 from core.index_columns import Decoded as Decoded  # re-exported: the writer's memo type
 from core.index_search import Scoped
@@ -107,6 +108,9 @@ class UserIndex:
         self.paged: UserIndex | None = None
         self.records = Records(self.columns)
         self.by_hash = ByHash(self.columns)
+        # the user's entities (docs/architecture.md#entities), built by the writer from
+        # the held records on first use; a reloaded index builds it again
+        self.entity_registry: EntityRegistry | None = None
 
     def __len__(self) -> int:
         return len(self.columns.ids)

@@ -94,6 +94,7 @@ class TaskStatus(_Data):
     counts: TaskCounts | None = None
     memory_ids: list[str] = Field(default_factory=list)
     degraded: bool = False
+    warnings: list[str] = Field(default_factory=list)
     code: int | None = None
     reason: str | None = None
 
@@ -109,6 +110,8 @@ class StructuredAdded(_Data):
     memory_id: str
     duplicate: bool = False
     evicted: int | None = None
+    # declared entity types the rules extractor ignored (docs/architecture.md#entities)
+    warnings: list[str] = Field(default_factory=list)
 
 
 class RecalledMemory(_Data):
@@ -129,6 +132,7 @@ class RecalledMemory(_Data):
     invalid_at: datetime | None = None
     custom_tags: JsonObject = Field(default_factory=dict)
     source: Source = Field(default_factory=Source)
+    entities: list[EntityRef] = Field(default_factory=list)
 
 
 class RecallResult(_Data):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import NotRequired, TypedDict, cast
 
@@ -48,6 +49,7 @@ class TaskStatusRow(TypedDict):
     counts: NotRequired[dict[str, int]]
     memory_ids: NotRequired[list[str]]
     degraded: NotRequired[bool]
+    warnings: NotRequired[list[str]]
     code: NotRequired[int]
     reason: NotRequired[str]
 
@@ -67,12 +69,18 @@ class TaskResult:
     degraded: bool = False
     memory_ids: list[str] = field(default_factory=list)
     tenant_id: str = DEFAULT_TENANT
+    # what the caller should know though nothing failed (an entity type the rules ignore)
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, lines: Iterable[str]) -> None:
+        self.warnings += [w for w in lines if w not in self.warnings]
 
     def merge(self, other: TaskResult) -> None:
         for name in COUNT_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.memory_ids.extend(other.memory_ids)
         self.degraded = self.degraded or other.degraded
+        self.warn(other.warnings)
         if other.failed:
             self.failed, self.code, self.reason = True, other.code, other.reason
 
@@ -159,6 +167,7 @@ class TaskStore:
                 "counts": json.dumps({n: data[n] for n in COUNT_FIELDS}),
                 "memory_ids": json.dumps(r.memory_ids[:1000]),
                 "degraded": int(r.degraded),
+                "warnings": json.dumps(r.warnings[:20], ensure_ascii=False),
                 "code": r.code,
                 "reason": r.reason,
             }
@@ -205,6 +214,7 @@ def _status(task_id: str, raw: dict[str, str]) -> TaskStatusRow | None:
         out["counts"] = json.loads(raw["counts"])
         out["memory_ids"] = json.loads(raw.get("memory_ids", "[]"))
         out["degraded"] = raw.get("degraded") == "1"
+        out["warnings"] = json.loads(raw.get("warnings") or "[]")
     if raw.get("status") == "failed":
         out["code"] = int(raw.get("code") or 0)
         out["reason"] = raw.get("reason", "")

@@ -17,6 +17,7 @@ from core.capacity import important_blocked
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from core.write_batch import WriteBatch
+from dataflows.ingest.entities import declared_types, linked
 from dataflows.ingest.items import Applied, CommandResult, IncomingCommand, Rejected
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of, duplicate_scope
@@ -163,9 +164,13 @@ def add_structured(writer: Writer, cmd: Command, body: StructuredFields, now: da
             source_session_id=body.session_id,
             custom_tags=body.custom_tags,
         )
+        types = declared_types(writer.s, body.app_id)
+        rec, warnings = linked(rec, idx, types)
         rc = Recorder(batch, now, cmd.command_id, idx, counters, result)
         if not writer.admit(rc, rec):
             return answer(cmd, batch, error(ErrorCode.CAPACITY_FULL, result.reason))
         rc.add(rec, writer.rt.embedder.embed([text])[0], "add_structured", source=OpSource.USER)
     added = {"memory_id": memory_id, "duplicate": False, "evicted": result.evicted}
+    if warnings:
+        added["warnings"] = list(warnings)
     return answer(cmd, batch, ok(added))

@@ -17,6 +17,7 @@ from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from core.write_batch import WriteBatch
 from dataflows.ingest.commands import answer, error, handler, ok
+from dataflows.ingest.entities import declared_types, linked
 from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
@@ -98,6 +99,8 @@ def update(writer: Writer, cmd: Command, p: UpdatePayload, now: datetime) -> App
         if "custom_tags" in given:
             changes["custom_tags"] = dict(p.custom_tags or {})
         rec = dataclasses.replace(old, **changes)
+        if "content" in changes:  # the words changed: so may the entities they name
+            rec, _ = linked(rec, idx, declared_types(writer.s, rec.app_id))
         vector = writer.rt.embedder.embed([text])[0] if "content" in changes else None
         fields = sorted(k for k in changes if k not in ("updated_at", "content_hash", "weight_at"))
         batch = WriteBatch()

@@ -43,6 +43,7 @@ from core.user_index import Decoded, UserIndex
 from core.weights import initial_weight
 from core.write_batch import WriteBatch
 from dataflows.ingest.consolidate import make_room
+from dataflows.ingest.entities import declared_types, linked
 from dataflows.ingest.items import Applied, Extracted, FactItem
 from dataflows.ingest.recorder import Recorder
 from dataflows.runtime import Runtime
@@ -236,7 +237,7 @@ class Writer:
         if memory_id in rc.idx:
             _replayed(r, memory_id)
             return
-        rec = self._record(fi, text, rc.now, memory_id)
+        rec = self._linked(rc, fi, self._record(fi, text, rc.now, memory_id))
         if not self.admit(rc, rec):
             return
         vector = _vector(fi) if text == fi.fact.text.strip() else self._embed(text)
@@ -295,6 +296,7 @@ class Writer:
                 initial_weight(old.ownership, old.mem_type, self.s, is_important=old.is_important),
             ),
         )
+        rec = self._linked(rc, fi, rec)
         vector = _vector(fi) if text == fi.fact.text.strip() else self._embed(text)
         rc.update(old, rec, vector, f"merged with fact {fi.memory_id}", seq=seq)
         rc.result.updated += 1
@@ -319,6 +321,17 @@ class Writer:
             old, rec, OpType.SUPERSEDE, reason, before=old.content, after=fi.fact.text, seq=seq
         )
         rc.result.superseded += 1
+
+    def _linked(self, rc: Recorder, fi: FactItem, rec: MemoryRecord) -> MemoryRecord:
+        """``rec`` with the entities its words name (docs/architecture.md#entities); an
+        entity type the rules ignore is a warning in the task's answer."""
+        assert rc.idx is not None and rc.result is not None
+        ev = fi.incoming.event
+        speakers = [m.name for m in ev.messages if m.name]
+        types = declared_types(self.s, ev.app_id, ev.strategy)
+        rec, warnings = linked(rec, rc.idx, types, speakers)
+        rc.result.warn(warnings)
+        return rec
 
     # ------------------------------------------------------------------ capacity
     def admit(self, rc: Recorder, rec: MemoryRecord) -> bool:

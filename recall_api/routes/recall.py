@@ -25,7 +25,7 @@ from schemas.api import Envelope
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.requests import MAX_TOP_K, RecallRequest
-from schemas.responses import RecalledMemory, RecallResult, Source
+from schemas.responses import EntityRef, RecalledMemory, RecallResult, Source
 from schemas.tenants import DEFAULT_TENANT
 
 router = APIRouter(prefix="/memory/v1", tags=["recall"])
@@ -102,7 +102,7 @@ def item(r: MemoryRecord, ranked: Ranked) -> RecalledMemory:
         score=round(ranked.score, 6), is_important=r.is_important,
         created_at=_utc(r.created_at), valid_at=_utc(r.valid_at),
         invalid_at=_utc(r.invalid_at), custom_tags=r.custom_tags,
-        source=Source.of(r),
+        source=Source.of(r), entities=EntityRef.links_of(r),
     )  # fmt: skip
 
 
