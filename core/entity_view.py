@@ -18,10 +18,9 @@ records' ``entities`` links (``schemas.memory.EntityLink``) say about one ``enti
 * **order**: most memories first, then the most recently seen, then by name and id, so
   a page is stable.
 
-Name matching folds case by default; the API passes the resolution key of the rules
-(``models.rules.entity_mention.entity_key``: NFKC, case, possessive), so "anna's" finds
-"Anna". A name may match several entities (two people called Anna): every match is
-answered, in the order above.
+Names compare in the form resolution keys them by (``core.entity_keys.entity_key``:
+NFKC, case, possessive), so "anna's" finds "Anna". A name may match several entities
+(two apps' Annas): every match is answered, in the order above.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.entity_keys import entity_key
 from schemas.enums import Level, Status
 from schemas.memory import EntityLink, MemoryRecord
 
@@ -117,7 +117,7 @@ def _view(eid: str, pairs: Sequence[tuple[MemoryRecord, EntityLink]], fold: Fold
     )
 
 
-def aggregate(records: Iterable[MemoryRecord], *, fold: Fold = str.casefold) -> list[EntityView]:
+def aggregate(records: Iterable[MemoryRecord], *, fold: Fold = entity_key) -> list[EntityView]:
     """Every entity the records link, in the view's order (module docstring)."""
     fold = _memo(fold)
     views = [_view(eid, pairs, fold) for eid, pairs in _links(records).items()]
@@ -138,7 +138,7 @@ def matching(
     *,
     entity_id: str | None = None,
     name: str | None = None,
-    fold: Fold = str.casefold,
+    fold: Fold = entity_key,
 ) -> list[EntityView]:
     """The entities an ``entity_id`` or a ``name`` (or one of its aliases) names, in the
     order of ``views``; a name that folds to nothing matches nothing."""

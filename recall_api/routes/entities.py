@@ -16,10 +16,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Response
 
 from core.entity_view import EntityView, aggregate, in_scope, matching, of_type, timeline
-
-# names compare in the form resolution keys them by (NFKC, case, possessive): "anna's"
-# finds "Anna"
-from models.rules.entity_mention import entity_key as _fold
+from core.profile import plan_profile
 from recall_api.access import Caller
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
@@ -63,8 +60,6 @@ def _entity(v: EntityView) -> Entity:
 def _summary(records: Sequence[MemoryRecord], max_chars: int) -> list[SummaryItem]:
     """The entity's ACTIVE memories compressed as the profile compresses the user's
     (``core.profile``): each item cites exactly what it states."""
-    from core.profile import plan_profile  # the profile's planner, read only here
-
     items = plan_profile(records, max_chars, now=datetime.now(UTC))
     return [
         SummaryItem(text=i.text, memory_ids=list(i.memory_ids), msg_ids=list(i.msg_ids))
@@ -75,7 +70,7 @@ def _summary(records: Sequence[MemoryRecord], max_chars: int) -> list[SummaryIte
 @router.post("/entities", response_model=Envelope[Entities])
 def entities(body: EntitiesRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """One page of the user's entities, most memories first."""
-    views = aggregate(_records(svc, caller, body.user_id, body.scope), fold=_fold)
+    views = aggregate(_records(svc, caller, body.user_id, body.scope))
     if body.type is not None:
         views = of_type(views, body.type)
     start = (body.page - 1) * body.page_size
@@ -95,8 +90,8 @@ def entity(body: EntityRequest, svc: ServicesDep, caller: CallerDep) -> Response
     """The entity named by ``entity_id`` or ``name`` (or an alias), its summary and its
     memories in time order; a name that two entities share answers both (``entities``)."""
     rows = _records(svc, caller, body.user_id, body.scope)
-    views = aggregate(rows, fold=_fold)
-    found = matching(views, entity_id=body.entity_id, name=body.name, fold=_fold)
+    views = aggregate(rows)
+    found = matching(views, entity_id=body.entity_id, name=body.name)
     if not found:
         what = f"id '{body.entity_id}'" if body.entity_id is not None else f"name '{body.name}'"
         raise ApiError(ErrorCode.NOT_FOUND, f"no entity with {what} in this scope")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 from datetime import UTC, datetime, timedelta
 
+from core.entity_keys import entity_key
 from core.entity_view import aggregate, in_scope, matching, of_type, on_timeline, timeline
 from core.hashing import content_hash
-from models.rules.entity_mention import entity_key
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.memory import EntityLink, MemoryRecord
 
