@@ -17,14 +17,16 @@ from pydantic import BaseModel
 
 from recall_api import health
 from recall_api.app import create_app
-from recall_api.routes import add, admin, console, manage, privacy, recall, session
+from recall_api.routes import add, admin, console, entities, manage, privacy, recall, session
 from recall_api.state import api_state
 from schemas.api import Envelope
 
 pytestmark = pytest.mark.integration
 
 REF = "#/components/schemas/"
-ROUTERS = [m.router for m in (health, admin, add, recall, manage, privacy, session, console)]
+ROUTERS = [
+    m.router for m in (health, admin, add, recall, manage, privacy, session, console, entities)
+]
 
 
 def drift(rendered: Any, raw: Any, where: str = "") -> list[str]:
@@ -143,6 +145,9 @@ def test_real_answers_validate_against_their_declared_model(
     call("POST", "/memory/v1/change_log", {"user_id": u})
     listed = call("POST", "/memory/v1/user/list", {"user_id": u})
     assert listed["data"]["memories"]["SESSION"]["s1"], listed
+    found = call("POST", "/memory/v1/entities", {"user_id": u})["data"]["entities"]
+    assert "Berlin" in {e["name"] for e in found}, found
+    call("POST", "/memory/v1/entity", {"user_id": u, "name": "berlin"})
     call("POST", "/memory/v1/switch", {"user_id": u, "app_id": "shop", "enabled": True})
     export_id = call("POST", "/memory/v1/export", {"user_id": u})["data"]["export_id"]
     deadline = time.monotonic() + 30
