@@ -1,11 +1,12 @@
 """``memstream mcp``: an MCP server (stdio) that gives an agent its memory as tools.
 
 Tools: ``add_memory``, ``recall_memories``, ``update_memory``, ``delete_memory``,
-``list_memories``. Each is one call of the HTTP API through ``memstream.AsyncClient``
-(the API enforces keys, scopes and limits; nothing here reads a store), built with the
-official MCP Python SDK (``mcp.server.mcpserver.MCPServer``). An API error becomes a tool
-error whose text starts with the API's code (``40401: memory 'm_…' not found``), which
-the model can read and act on.
+``list_memories``, ``list_entities``, ``get_entity``. Each is one call of the HTTP API
+through ``memstream.AsyncClient`` (the API enforces keys, scopes and limits; nothing
+here reads a store), built with the official MCP Python SDK
+(``mcp.server.mcpserver.MCPServer``). An API error becomes a tool error whose text starts
+with the API's code (``40401: memory 'm_…' not found``), which the model can read and act
+on.
 
 Settings: ``--api-url`` / ``MEMSTREAM_API_URL`` (default ``http://127.0.0.1:8000``),
 ``--api-key`` / ``MEMSTREAM_API_KEY``; ``--user-id`` and ``--app-id`` set the user and
@@ -31,13 +32,23 @@ from pydantic import Field
 from memstream.client import DEFAULT_URL, AsyncClient
 from memstream.errors import MemstreamError
 from schemas.enums import Level, MemType, Ownership
-from schemas.responses import Deleted, RecallResult, StructuredAdded, Updated, UserMemories
+from schemas.responses import (
+    Deleted,
+    Entities,
+    EntityDetail,
+    RecallResult,
+    StructuredAdded,
+    Updated,
+    UserMemories,
+)
 
 INSTRUCTIONS = (
     "Long-term memory of the user. Call recall_memories before answering anything that "
     "may depend on what you know about the user; call add_memory to keep a durable fact, "
     "preference or instruction the user gave; update_memory or delete_memory when the "
-    "user corrects or withdraws one (ids come from recall_memories or list_memories)."
+    "user corrects or withdraws one (ids come from recall_memories or list_memories). "
+    "get_entity tells everything known about a person, place or thing the user names "
+    "(list_entities lists them)."
 )
 UserArg = Annotated[
     int | None, Field(description="the user's id; default: the server's --user-id", ge=0)
@@ -170,6 +181,47 @@ def build_server(client: AsyncClient, *, user_id: int | None = None, app_id: str
         return await api(
             client.user_list(
                 user(user_id), include_deleted=include_deleted, page=page, page_size=page_size
+            )
+        )
+
+    @server.tool()
+    async def list_entities(
+        user_id: UserArg = None,
+        app_id: AppArg = None,
+        type: Annotated[
+            str | None, Field(description="only this type: person, place, organization, ...")
+        ] = None,
+        page: Annotated[int, Field(ge=1)] = 1,
+        page_size: Annotated[int, Field(ge=1, le=1000)] = 100,
+    ) -> Entities:
+        """The people, places and things the user's memories name, most memories first,
+        with their other names and when they were last mentioned."""
+        return await api(
+            client.entities(
+                user(user_id), app_id=app(app_id), type=type, page=page, page_size=page_size
+            )
+        )
+
+    @server.tool()
+    async def get_entity(
+        name: Annotated[
+            str | None, Field(description="the entity's name or another name of it, any case")
+        ] = None,
+        entity_id: Annotated[str | None, Field(description="its id, from list_entities")] = None,
+        user_id: UserArg = None,
+        app_id: AppArg = None,
+        max_chars: Annotated[int | None, Field(ge=1, description="the summary's budget")] = None,
+    ) -> EntityDetail:
+        """Everything known about one entity (give name or entity_id): a summary of what is
+        true now and every memory naming it in time order, superseded ones included with
+        when they stopped being true. A name two entities share lists both."""
+        return await api(
+            client.entity(
+                user(user_id),
+                entity_id=entity_id,
+                name=name,
+                app_id=app(app_id),
+                max_chars=max_chars,
             )
         )
 

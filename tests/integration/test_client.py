@@ -24,6 +24,8 @@ from schemas.responses import (
     AddAccepted,
     ChangeLogPage,
     Deleted,
+    Entities,
+    EntityDetail,
     History,
     Purged,
     RecallResult,
@@ -198,6 +200,29 @@ def test_errors_are_exceptions_with_the_api_code(connect, api_url, keys, user_id
     with pytest.raises(SwitchedOff) as off:
         app.add_structured(user_id, "I like chess", app_id="appA")
     assert off.value.code == 40301
+
+
+def test_entities_and_an_entity(connect, api_url, keys, user_id) -> None:
+    app = connect(api_url, keys.app)
+    lyon = app.add_structured(user_id, "My sister Anna lives in Lyon.", app_id="appA")
+    chess = app.add_structured(user_id, "Every Sunday Anna plays chess with me.", app_id="appA")
+    page = app.entities(user_id, app_id="appA")
+    assert isinstance(page, Entities) and [e.name for e in page.entities] == ["Anna", "Lyon"]
+    assert page.entities[0].memories == 2 and page.total == 2
+    assert [e.name for e in app.entities(user_id, type="place").entities] == ["Lyon"]
+    assert app.entities(user_id, app_id="appA", include_global=False).total == 2
+    anna = app.entity(user_id, name="anna")
+    assert isinstance(anna, EntityDetail) and anna.entity == page.entities[0]
+    assert [m.memory_id for m in anna.memories] == [lyon.memory_id, chess.memory_id]
+    assert anna.entities is None and anna.summary
+    by_id = app.entity(user_id, entity_id=anna.entity.entity_id, max_chars=500)
+    assert by_id.entity == anna.entity
+    with pytest.raises(NotFound):
+        app.entity(user_id, name="Bob")
+    with pytest.raises(BadRequest):
+        app.entity(user_id)  # neither a name nor an id
+    with pytest.raises(Unauthenticated):
+        app.entities(user_id, app_id="appB")  # not this key's app
 
 
 def _retries(caplog) -> list[str]:

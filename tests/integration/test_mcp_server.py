@@ -18,7 +18,15 @@ from tests.helpers.api_server import make_key, running_api
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = {"add_memory", "recall_memories", "update_memory", "delete_memory", "list_memories"}
+TOOLS = {
+    "add_memory",
+    "recall_memories",
+    "update_memory",
+    "delete_memory",
+    "list_memories",
+    "list_entities",
+    "get_entity",
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +57,8 @@ def test_tools_over_a_real_stdio_session(served, user_id) -> None:
     url, key = served
     with Client(url, key) as memory:
         seeded = memory.add_structured(user_id, "I am allergic to peanuts.", app_id="appA")
+        other = user_id + 1  # a user of its own for the entity tools
+        anna = memory.add_structured(other, "My sister Anna lives in Lyon.", app_id="appA")
     params = _stdio(url, key, user_id)
     params.args += ["--app-id", "appA"]
 
@@ -82,5 +92,16 @@ def test_tools_over_a_real_stdio_session(served, user_id) -> None:
             assert failed and "40401: memory" in text, text
             failed, text = await _call(mcp, "recall_memories", query="tea", app_id="appB")
             assert failed and "40101:" in text, text  # not this key's app
+
+            failed, found = await _call(mcp, "list_entities", user_id=other)
+            assert not failed, found
+            assert [e["name"] for e in found["entities"]] == ["Anna", "Lyon"], found
+            failed, shown = await _call(mcp, "get_entity", name="anna", user_id=other)
+            assert not failed and shown["entity"]["name"] == "Anna", shown
+            assert [m["memory_id"] for m in shown["memories"]] == [anna.memory_id], shown
+            failed, text = await _call(mcp, "get_entity", name="Bob", user_id=other)
+            assert failed and "40401:" in text, text
+            failed, text = await _call(mcp, "get_entity", user_id=other)
+            assert failed and "40001:" in text, text  # neither a name nor an id
 
     asyncio.run(session())
