@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from schemas.commands import StructuredMemory
-from schemas.enums import Level, MemType, OpType, Ownership
+from schemas.enums import Level, MemType, OpType, Ownership, Role
 from schemas.events import Conversation
 from schemas.limits import (
     Content,
@@ -124,6 +124,11 @@ class RecallRequest(_Body):
     include_archived: StrictBool = False
     timeout_ms: StrictInt | None = Field(default=None, ge=1, le=60_000)
     as_of: AsOf | None = None
+    # an explicit filter: only memories linked to one of these entities (a name, an
+    # alias or an entity_id; docs/architecture.md#entities)
+    entities: list[
+        Annotated[str, StringConstraints(min_length=1, max_length=128), AfterValidator(check_text)]
+    ] = Field(default_factory=list, max_length=20)
     # the agent's context budget: the best-ranked memories that fit whole, in rank order
     max_chars: StrictInt | None = Field(default=None, ge=1, le=MAX_CHARS)
     # false: an inspection (the console's playground), not a use: no recall-hit event,
@@ -254,6 +259,43 @@ class ProfileRequest(_Body):
     scope: ViewScope = Field(default_factory=ViewScope)
     entity: EntityName | None = None
     max_chars: StrictInt = Field(default=2000, ge=1, le=PROFILE_MAX_CHARS)
+
+
+# --- context (docs/api.md#context) ---------------------------------------------------------
+
+CONTEXT_MAX_TURNS = 50
+# a turn's text as the context call reads it: any text (blank is read as nothing)
+TurnText = Annotated[
+    str, StringConstraints(strict=True, max_length=32_768), AfterValidator(check_text)
+]
+
+
+class ContextTurn(_Body):
+    """One of the agent's last turns, as a chat API writes it."""
+
+    role: Role
+    content: TurnText
+
+
+class ContextRequest(_Body):
+    """``context`` (docs/api.md#context): the profile of ``scope``, the memories relevant
+    to ``query`` (else to the last user turns of ``messages``) and the entities they
+    name, rendered to fit ``max_chars``; ``count_hit`` false: the memories it shows are
+    not counted as recall hits."""
+
+    user_id: UserId
+    scope: ViewScope = Field(default_factory=ViewScope)
+    messages: list[ContextTurn] | None = Field(default=None, max_length=CONTEXT_MAX_TURNS)
+    query: (
+        Annotated[
+            str,
+            StringConstraints(strict=True, strip_whitespace=True, min_length=1, max_length=4096),
+            AfterValidator(not_blank),
+        ]
+        | None
+    ) = None
+    max_chars: StrictInt = Field(default=2000, ge=1, le=PROFILE_MAX_CHARS)
+    count_hit: StrictBool = True
 
 
 # --- privacy ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ so OpenAPI, the answers and the client (``memstream.client``) cannot drift apart
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
@@ -327,6 +327,28 @@ class Profile(_Data):
     items: list[ProfileItem] = Field(default_factory=list)
     chars_used: int = 0
     updated_at: datetime | None = None
+
+
+class ContextItem(_Data):
+    """One line of a context: a profile item, a recalled memory or an entity's summary,
+    with exactly the memories and turns it states; ``entity`` the entity's name (an
+    entity item, or a profile item about one), ``entity_id`` an entity item's id."""
+
+    kind: Literal["profile", "memory", "entity"]
+    text: str
+    memory_ids: list[str] = Field(default_factory=list)
+    msg_ids: list[str] = Field(default_factory=list)
+    entity: str | None = None
+    entity_id: str | None = None
+
+
+class Context(_Data):
+    """``context``: the items in reading order, the one block an agent pastes into its
+    prompt (``text``, sections of one line per item) and its length (``chars_used``)."""
+
+    items: list[ContextItem] = Field(default_factory=list)
+    text: str = ""
+    chars_used: int = 0
 
 
 class EntityDetail(_Data):
