@@ -31,7 +31,7 @@ from schemas.api import Envelope
 from schemas.enums import Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
-from schemas.requests import ProfileRequest
+from schemas.requests import ProfileRequest, ViewScope
 from schemas.responses import Profile, ProfileItem
 from sinks.services import Services
 
@@ -39,23 +39,25 @@ router = APIRouter(prefix="/memory/v1", tags=["profile"])
 EMPTY: dict[str, object] = {"items": [], "chars_used": 0, "updated_at": None}
 
 
-def _records(svc: Services, caller: Caller, body: ProfileRequest) -> list[MemoryRecord]:
-    """The ACTIVE memories of the request's scope this key may read."""
-    scope = body.scope
+def scope_records(
+    svc: Services, caller: Caller, user_id: int, scope: ViewScope, empty: object = EMPTY
+) -> list[MemoryRecord]:
+    """The ACTIVE memories of ``scope`` this key may read (also the context call's,
+    ``recall_api.routes.context``); a switched-off user: 40301 with ``empty`` as data."""
     caller.check_app(scope.app_id)
     request = ScopeRequest(
-        user_id=body.user_id,
+        user_id=user_id,
         tenant_id=caller.tenant,
         include_global=scope.include_global,
         app_id=scope.app_id,
     )
     try:
-        pred = resolve_scope(request, svc.switches.get(body.user_id, tenant=caller.tenant))
+        pred = resolve_scope(request, svc.switches.get(user_id, tenant=caller.tenant))
     except ScopeError as exc:
-        raise ApiError(ErrorCode(exc.code), str(exc), EMPTY) from None
+        raise ApiError(ErrorCode(exc.code), str(exc), empty) from None
     if pred.is_empty:
         return []
-    rows = svc.memories.load(body.user_id, statuses=[Status.ACTIVE], tenant=caller.tenant)
+    rows = svc.memories.load(user_id, statuses=[Status.ACTIVE], tenant=caller.tenant)
     return [r for r in caller.visible(rows) if pred.matches(r)]
 
 
@@ -70,7 +72,7 @@ def _about(records: Sequence[MemoryRecord], entity: str) -> list[MemoryRecord]:
 @router.post("/profile", response_model=Envelope[Profile])
 def profile(body: ProfileRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """The user's profile in ``scope`` within ``max_chars`` (module docstring)."""
-    records = _records(svc, caller, body)
+    records = scope_records(svc, caller, body.user_id, body.scope)
     if body.entity is not None:
         records = _about(records, body.entity)
     items = plan_profile(records, body.max_chars, now=datetime.now(UTC))
