@@ -40,6 +40,8 @@ class Scoped(Protocol):
     @property
     def as_of_ms(self) -> int | None: ...
     @property
+    def entities(self) -> frozenset[str]: ...
+    @property
     def branches(self) -> tuple[Branch, ...]: ...
 
 
@@ -71,7 +73,8 @@ def allowed(c: Columns, pred: Scoped, user_id: int, tenant_id: str) -> tuple[np.
         ok &= _isin(c.mem_type[:n], MemType, pred.mem_type)
     if pred.as_of_ms is None:
         ok &= ~c.invalid[:n]
-    return ok, not pred.tags and pred.as_of_ms is None
+    # a tag or entity filter, or an as-of read, leaves records to test one by one
+    return ok, not pred.tags and not pred.entities and pred.as_of_ms is None
 
 
 def dense(

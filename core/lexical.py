@@ -26,7 +26,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import Stemmer
@@ -111,6 +111,21 @@ def tokenize(text: str) -> list[str]:
         elif run not in STOPWORDS:
             out.append(stem(run))
     return out
+
+
+def indexed_text(content: str, entities: Iterable[Mapping[str, object]] = ()) -> str:
+    """What the lexical channel indexes a memory by: its words, and the names of the
+    entities it links that its words do not say (docs/architecture.md#entities), so
+    "User's sister loves hiking", linked to Anna, is found by "What does Anna like?".
+    The fused ranking still decides: a name is one more term, not a filter."""
+    folded = content.casefold()
+    extra = [
+        n
+        for x in entities
+        for n in (str(x.get("name") or ""), str(x.get("said") or ""))
+        if n and n.casefold() not in folded
+    ]
+    return f"{content} {' '.join(dict.fromkeys(extra))}" if extra else content
 
 
 @functools.lru_cache(maxsize=4096)

@@ -31,11 +31,12 @@ decrypted tags. valid_at and invalid_at INT64 epoch milliseconds with
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from core.entity_keys import entity_key
 from core.timeutil import epoch_ms
 from schemas.enums import Level, MemType, Ownership, Status
 from schemas.json_types import JsonValue
@@ -79,6 +80,7 @@ class ScopeRequest:
     ownership: frozenset[Ownership] = frozenset()
     mem_type: frozenset[MemType] = frozenset()
     custom_tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()  # names, aliases or entity ids: any one links
     include_archived: bool = False
     as_of: datetime | None = None
     tenant_id: str = DEFAULT_TENANT
@@ -119,6 +121,8 @@ class ScopedRecord(Protocol):
     def valid_at(self) -> datetime: ...
     @property
     def invalid_at(self) -> datetime | None: ...
+    @property
+    def entities(self) -> Sequence[Mapping[str, object]]: ...
     # fmt: on
 
 
@@ -230,6 +234,8 @@ class RecallPredicate:
     tags: tuple[TagFilter, ...] = ()
     as_of_ms: int | None = None
     tenant_id: str = DEFAULT_TENANT
+    # an entity filter: entity ids and folded names (core.entity_keys); empty: none
+    entities: frozenset[str] = frozenset()
 
     @property
     def is_empty(self) -> bool:
@@ -260,6 +266,8 @@ class RecallPredicate:
         elif not (
             epoch_ms(r.valid_at) <= self.as_of_ms and (invalid == 0 or self.as_of_ms < invalid)
         ):
+            return False
+        if self.entities and not any(_links(x, self.entities) for x in r.entities):
             return False
         return all(t.matches(r.custom_tags) for t in self.tags)
 
@@ -324,4 +332,12 @@ def resolve_scope(req: ScopeRequest, switches: Switches) -> RecallPredicate:
         mem_type=frozenset(req.mem_type),
         tags=tuple(TagFilter.parse(t) for t in req.custom_tags),
         as_of_ms=None if req.as_of is None else epoch_ms(req.as_of),
+        entities=frozenset(k for e in req.entities for k in (e, entity_key(e)) if k),
     )
+
+
+def _links(link: Mapping[str, object], wanted: frozenset[str]) -> bool:
+    """Whether one stored link names a wanted entity: by id, name or the form said."""
+    if link.get("entity_id") in wanted:
+        return True
+    return any(entity_key(str(link.get(f) or "")) in wanted for f in ("name", "said"))

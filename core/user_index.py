@@ -52,7 +52,7 @@ from core.index_columns import CODES, PER_ROW, Columns, hash_prefix
 from core.index_columns import Decoded as Decoded  # re-exported: the writer's memo type
 from core.index_search import Scoped
 from core.index_views import ByHash, Fact, Records
-from core.lexical import term_counts
+from core.lexical import indexed_text, term_counts
 from core.lexical_arrays import Postings
 from core.settings import Settings
 from core.vector_rows import quantize
@@ -82,7 +82,7 @@ _P_IMP, _P_CONTENT = _POS["is_important"], _POS["content"]
 _P_STATUS, _P_OWN, _P_TYPE = _POS["status"], _POS["ownership"], _POS["mem_type"]
 _P_WEIGHT, _P_WEIGHT_AT = _POS["weight"], _POS["weight_at"]
 _P_INVALID, _P_TAGS = _POS["invalid_at"], _POS["custom_tags"]
-_P_EXPIRE = _POS["expire_at"]
+_P_EXPIRE, _P_ENTITIES = _POS["expire_at"], _POS["entities"]
 # the columns a record's fields give directly (``UserIndex._fields``), in its order
 _FIELD_COLUMNS = (
     "hashes", "level", "important", "app", "session", "status", "ownership", "mem_type",
@@ -183,7 +183,9 @@ class UserIndex:
             if isinstance(terms, Postings):
                 c.lexical.add_postings(i, terms)
             else:
-                c.lexical.add(i, terms if terms is not None else term_counts(vals[_P_CONTENT]))
+                if terms is None:
+                    terms = term_counts(indexed_text(vals[_P_CONTENT], vals[_P_ENTITIES]))
+                c.lexical.add(i, terms)
 
     def fill(
         self, records: Sequence[tuple[bytes, list[Any], Mapping[str, int]]], rows: bytes
@@ -366,7 +368,7 @@ class UserIndex:
         """The term counts the lexical channel indexes ``memory_id`` under (its content,
         tokenized: the postings keep only the terms' hashes)."""
         rec = self.record(memory_id)
-        return {} if rec is None else dict(term_counts(rec.content))
+        return {} if rec is None else dict(term_counts(indexed_text(rec.content, rec.entities)))
 
     def encoded(self) -> list[tuple[bytes, bytes]]:
         """Every held memory as (record bytes, row bytes: ``row_bytes``), in row order

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from core.lexical import BM25Index
+from core.lexical import BM25Index, indexed_text
 from core.lru import LRU
 from core.write_batch import WriteBatch
 from schemas.enums import Status
@@ -46,7 +46,7 @@ class ColdEntry:
         old = self.records.get(record.memory_id)
         self.records[record.memory_id] = record
         if old is None or old.content != record.content:
-            self.lexical.add(record.memory_id, record.content)
+            self.lexical.add(record.memory_id, indexed_text(record.content, record.entities))
 
     def remove(self, memory_id: str) -> None:
         if self.records.pop(memory_id, None) is not None:

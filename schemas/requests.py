@@ -40,8 +40,11 @@ from schemas.limits import (
     not_blank,
     strict_store_time,
 )
+from schemas.payloads import MAX_SPLIT_IDS, EntityOp, entity_update_problem
+from schemas.tenants import TenantId
 
 MAX_TOP_K = 100
+MAX_BACKFILL_BATCH = 10_000
 MAX_CHARS = 1_000_000
 
 
@@ -298,6 +301,29 @@ class ContextRequest(_Body):
     count_hit: StrictBool = True
 
 
+class EntityUpdateRequest(_Body):
+    """``entity/update`` (docs/api.md#entityupdate): rename (``name``, ``type``), merge
+    (``into``) or split (``memory_ids``, ``name``?, ``type``?) one entity."""
+
+    user_id: UserId
+    op: EntityOp
+    entity_id: EntityId
+    name: EntityName | None = None
+    type: Annotated[EntityName, StringConstraints(max_length=64)] | None = None
+    into: EntityId | None = None
+    memory_ids: list[MemoryId] | None = Field(default=None, max_length=MAX_SPLIT_IDS)
+    request_id: RequestId | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_op(self) -> EntityUpdateRequest:
+        problem = entity_update_problem(
+            self.op, self.entity_id, self.name, self.type, self.into, self.memory_ids
+        )
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
 # --- privacy ---------------------------------------------------------------------------
 
 
@@ -330,6 +356,24 @@ class ExportRequest(_Body):
 class LifecycleRunRequest(_Body):
     now: StoreTime | None = None  # naive = UTC; default: the node's wall clock
     users: list[UserId] | None = Field(default=None, max_length=10_000)
+
+
+class EntitiesPendingRequest(_Body):
+    """``/admin/v1/entities/pending``: users with memories stored before entities;
+    ``tenant`` only in local mode (a key's admin reads its own tenant)."""
+
+    tenant: TenantId | None = None
+    user_id: UserId | None = None
+
+
+class EntitiesBackfillRequest(_Body):
+    """``/admin/v1/entities/backfill``: link one page of a user's memories stored before
+    entities; ``after``: the cursor the previous page answered."""
+
+    tenant: TenantId | None = None
+    user_id: UserId
+    batch: StrictInt = Field(default=200, ge=1, le=MAX_BACKFILL_BATCH)
+    after: Annotated[IdText, StringConstraints(max_length=200)] | None = None
 
 
 class SqlRequest(_Body):

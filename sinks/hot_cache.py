@@ -24,7 +24,7 @@ import numpy as np
 
 from core import metrics, record_codec
 from core.capacity import paged_out
-from core.lexical import term_counts
+from core.lexical import indexed_text, term_counts
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch
@@ -255,7 +255,7 @@ class HotCache:
             for r in recs:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair
-                    counts = terms[r.memory_id] = term_counts(r.content)
+                    counts = terms[r.memory_id] = term_counts(indexed_text(r.content, r.entities))
                     into = idx if r.status is Status.ACTIVE else idx.paged_index()
                     into.upsert(r, vec, counts)
             out[UserKey(tenant, user_id)] = idx

@@ -63,7 +63,7 @@ from prometheus_client import Counter
 from redis.commands.core import Script
 
 from core import record_codec
-from core.lexical import term_counts
+from core.lexical import indexed_text, term_counts
 from core.user_index import UserIndex
 from core.vector_rows import quantize, row_bytes, row_from_bytes
 from core.write_batch import WriteBatch
@@ -84,6 +84,7 @@ SNAPSHOTS = Counter(
 
 _P_ID, _P_VERSION = record_codec.POS["memory_id"], record_codec.POS["version"]
 _P_CONTENT = record_codec.POS["content"]
+_P_ENTITIES = record_codec.POS["entities"]
 _HSET_CHUNK = 500  # field/value pairs per HSET inside the save script
 
 # KEYS: snap, gen. ARGV: ttl, mode ('P' patch / 'X' drop), then (op, field, value)
@@ -282,7 +283,7 @@ class UserSnapshots:
                 mid, version = vals[_P_ID], max(0, int(vals[_P_VERSION]))
                 counts = (terms or {}).get(mid)
                 if counts is None:
-                    counts = term_counts(vals[_P_CONTENT])
+                    counts = term_counts(indexed_text(vals[_P_CONTENT], vals[_P_ENTITIES]))
                 argv += [f"r:{mid}", self._seal(key, version, _encode(blob, counts))]
                 argv += [f"v:{mid}", self._seal(key, version, row)]
             for content_hash, memory_id in dormant.items():
@@ -374,7 +375,8 @@ class UserSnapshots:
             else:
                 row = row_bytes(*quantize(vector))
                 out += ["S", f"v:{mid}", self._seal(key, version, row)]
-            counts = term_counts(m.content)  # the writer's index tokenized it already
+            # the writer's index tokenized it already (term_counts remembers)
+            counts = term_counts(indexed_text(m.content, m.entities))
             blob = _encode(record_codec.encode(m), counts)
             out += ["S", f"r:{mid}", self._seal(key, version, blob)]
         else:

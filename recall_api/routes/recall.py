@@ -45,6 +45,7 @@ def recall_params(
         ownership=frozenset(body.filter.ownership),
         mem_type=frozenset(body.filter.mem_type),
         custom_tags=tuple(body.filter.custom_tags),
+        entities=tuple(body.entities),
         include_archived=body.include_archived,
         as_of=body.as_of,
     )

@@ -146,3 +146,37 @@ def test_a_purged_user_has_no_entity_links_left(runtime, ingest, api, servers, u
         f"SELECT count() FROM {db}.memory_entities WHERE user_id = {{u:UInt64}}", {"u": user_id}
     )
     assert rows[0][0] == 0
+
+
+def _recall(api, user_id: int, query: str, **extra) -> list[dict]:
+    body = {"user_id": user_id, "query": query, "scope": {"app_id": "family"}, **extra}
+    got = api.post("/memory/v1/recall", json=body).json()
+    assert got["code"] == 0, got
+    return got["data"]["memories"]
+
+
+def test_a_query_naming_an_entity_finds_the_memories_that_say_it_otherwise(
+    runtime, ingest, api, servers, user_id
+) -> None:
+    """ "User's sister loves hiking" says neither "Anna" nor anything like it; linked to
+    Anna, a question about Anna finds it, and the entity filter keeps only Anna's."""
+    k = servers.kafka_bootstrap
+    _ingest(runtime, k, _event(f"ea-a-{user_id}", user_id, "My sister Anna lives in Lyon.", "a"))
+    _ingest(runtime, k, _event(f"ea-b-{user_id}", user_id, "My sister loves hiking.", "b"))
+    _ingest(runtime, k, _event(f"ea-c-{user_id}", user_id, "I love jazz concerts.", "c"))
+    mems = _by_msg(runtime, user_id)
+    anna = {x["name"]: x["entity_id"] for x in mems["a"].entities}["Anna"]
+    found = [m["memory_id"] for m in _recall(api, user_id, "What does Anna do for fun?")]
+    assert mems["b"].memory_id in found
+
+    for name in ("anna", anna):
+        only = _recall(api, user_id, "what does she like", entities=[name], min_relevance=0)
+        assert {m["memory_id"] for m in only} == {mems["a"].memory_id, mems["b"].memory_id}
+    assert _recall(api, user_id, "jazz", entities=["Nobody"]) == []
+    # the archive path applies the same filter
+    cold = _recall(api, user_id, "hiking", entities=[anna], include_archived=True, min_relevance=0)
+    assert {m["memory_id"] for m in cold} <= {mems["a"].memory_id, mems["b"].memory_id}
+    assert cold
+
+    bad = {"user_id": user_id, "query": "x", "entities": ["a"] * 21}
+    assert api.post("/memory/v1/recall", json=bad).json()["code"] == 40001
