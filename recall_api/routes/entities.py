@@ -17,6 +17,7 @@ from fastapi import APIRouter, Response
 
 from core.entity_view import EntityView, aggregate, in_scope, matching, of_type, timeline
 from core.profile import plan_profile
+from models.rules.entity_mention import normalize_type
 from recall_api.access import Caller
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
@@ -72,7 +73,7 @@ def entities(body: EntitiesRequest, svc: ServicesDep, caller: CallerDep) -> Resp
     """One page of the user's entities, most memories first."""
     views = aggregate(_records(svc, caller, body.user_id, body.scope))
     if body.type is not None:
-        views = of_type(views, body.type)
+        views = of_type(views, normalize_type(body.type))  # "Places", "location": place
     start = (body.page - 1) * body.page_size
     return ok(
         Entities(
