@@ -114,6 +114,44 @@ class EntityRegistry:
                 self._by_key[(known.scope, key)] = known
                 self._known = None
 
+    # ------------------------------------------------------------ corrections
+    # A caller's correction of resolution (``entity/update``, docs/api.md#entityupdate);
+    # the handler rewrites the memories' links the same way, so a registry rebuilt from
+    # them by ``learn`` answers as this one does.
+    def rename(self, entity_id: str, name: str, type_: str | None = None) -> Known:
+        """``entity_id`` is called ``name`` (and is a ``type_``) from now on; its old name
+        stays one of its keys (an alias)."""
+        known = self._by_id[entity_id]
+        old = known.name
+        known.name, known.named = name, True
+        if type_:
+            known.type = type_
+        self._join(known, name, old, None)
+        return known
+
+    def merge(self, entity_id: str, into: str) -> Known:
+        """``entity_id`` becomes ``into``: every key it answered to answers ``into``."""
+        gone = self._by_id.pop(entity_id)
+        target = self._by_id[into]
+        for where, known in list(self._by_key.items()):
+            if known is gone:
+                self._by_key[where] = target
+        target.keys |= gone.keys
+        self._known = None
+        return target
+
+    def split(self, entity_id: str, new_id: str, name: str, type_: str | None = None) -> Known:
+        """A new entity ``new_id`` beside ``entity_id``, in its scope: the old entity keeps
+        its keys (a new mention of the name still resolves to it); the new one answers
+        to ``name`` only where no entity of its scope does."""
+        old = self._by_id[entity_id]
+        known = self._by_id.get(new_id)
+        if known is None:
+            known = Known(new_id, name, type_ or old.type, old.scope)
+            self._by_id[new_id] = known
+        self._join(known, name, "", None)
+        return known
+
     # ------------------------------------------------------------ resolving
     def resolve(self, mentions: Sequence[Mention], scope: str) -> list[EntityLink]:
         """The links of one memory of ``scope`` naming ``mentions``; the registry learns

@@ -12,7 +12,18 @@ from core.settings import Settings
 from recall_api import export, health
 from recall_api.errors import install_error_handlers
 from recall_api.metrics import LATENCY, REQUESTS
-from recall_api.routes import add, admin, console, entities, manage, privacy, recall, session
+from recall_api.routes import (
+    add,
+    admin,
+    console,
+    entities,
+    entity_backfill,
+    entity_update,
+    manage,
+    privacy,
+    recall,
+    session,
+)
 from recall_api.routes import profile as profile_route
 from recall_api.state import ApiState, LifecycleRunner, install
 from recall_api.text_rule import text_rule
@@ -90,5 +101,7 @@ def create_app(
         for router in (manage.router, privacy.router, session.router, entities.router):
             app.include_router(router)
         app.include_router(profile_route.router)  # the user's profile (docs/api.md#profile)
+        app.include_router(entity_update.router)  # rename, merge, split (docs/api.md#entityupdate)
+        app.include_router(entity_backfill.router)  # admin: memstream entities backfill
         app.include_router(console.router)  # the web console's page (no data) and whoami
     return app

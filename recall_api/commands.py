@@ -31,12 +31,26 @@ from schemas.commands import Command, result_key
 from schemas.errors import ErrorCode
 from schemas.events import TOPIC_COMMANDS
 from schemas.json_types import JsonObject
-from schemas.payloads import DeletePayload, SessionClosePayload, StructuredFields, UpdatePayload
+from schemas.payloads import (
+    DeletePayload,
+    EntitiesBackfillPayload,
+    EntityUpdatePayload,
+    SessionClosePayload,
+    StructuredFields,
+    UpdatePayload,
+)
 from sinks.sealed import SEALED_COMMAND_OPS, seal_payload
 from sinks.services import Services
 
 # what the API sends through memory.commands, one model per op
-CommandPayload = StructuredFields | UpdatePayload | DeletePayload | SessionClosePayload
+CommandPayload = (
+    StructuredFields
+    | UpdatePayload
+    | DeletePayload
+    | SessionClosePayload
+    | EntityUpdatePayload
+    | EntitiesBackfillPayload
+)
 
 
 def wire(payload: CommandPayload) -> JsonObject:

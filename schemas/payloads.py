@@ -13,10 +13,29 @@ clears it; a delete's ``scope``), handlers read ``model_fields_set``.
 
 from __future__ import annotations
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StringConstraints,
+    model_validator,
+)
 
 from schemas.enums import Level, MemType, OpSource, Ownership
-from schemas.limits import Content, CustomTags, IdText, MemoryId, ScopeId, StoreTime
+from schemas.limits import (
+    Content,
+    CustomTags,
+    IdText,
+    MemoryId,
+    ScopeId,
+    StoreTime,
+    not_blank,
+)
 
 
 class _Payload(BaseModel):
@@ -109,3 +128,79 @@ class ConsolidatePayload(_Payload):
     now: AwareDatetime
     pass_id: str = Field(min_length=1, max_length=200)
     reply: bool = True
+
+
+# --- entities (docs/api.md#entityupdate) --------------------------------------------------
+
+ENTITY_UPDATE_OP = "entity_update"
+ENTITIES_BACKFILL_OP = "entities_backfill"
+EntityOp = Literal["rename", "merge", "split"]
+EntityRef = Annotated[IdText, StringConstraints(min_length=1, max_length=128)]
+# a name or type as a caller writes it: visible text, trimmed
+EntityText = Annotated[
+    str,
+    StringConstraints(strict=True, strip_whitespace=True, min_length=1, max_length=256),
+    AfterValidator(not_blank),
+]
+EntityType = Annotated[EntityText, StringConstraints(max_length=64)]
+MAX_SPLIT_IDS = 1000
+
+
+def entity_update_problem(
+    op: str,
+    entity_id: str,
+    name: str | None,
+    type_: str | None,
+    into: str | None,
+    memory_ids: list[str] | None,
+) -> str | None:
+    """Why an ``entity/update`` body cannot be applied as given (40001), else None: each
+    op needs its own fields and takes no other's."""
+    if op == "rename":
+        if name is None and type_ is None:
+            return "rename needs name (and/or type)"
+        if into is not None or memory_ids is not None:
+            return "rename takes name and type only"
+    elif op == "merge":
+        if into is None:
+            return "merge needs into: the entity_id that absorbs entity_id"
+        if into == entity_id:
+            return "merge into itself: into must be another entity"
+        if name is not None or type_ is not None or memory_ids is not None:
+            return "merge takes into only"
+    elif op == "split":
+        if not memory_ids:
+            return "split needs memory_ids: the memories that leave entity_id"
+        if into is not None:
+            return "split takes memory_ids, name and type only"
+    return None
+
+
+class EntityUpdatePayload(_Payload):
+    """``entity_update``: a caller's correction of resolution (rename, merge, split),
+    narrowed to what ``access`` may change (absent: an admin key)."""
+
+    op: EntityOp
+    entity_id: EntityRef
+    name: EntityText | None = None
+    type: EntityType | None = None
+    into: EntityRef | None = None
+    memory_ids: list[MemoryId] | None = Field(default=None, max_length=MAX_SPLIT_IDS)
+    access: Access | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_op(self) -> EntityUpdatePayload:
+        problem = entity_update_problem(
+            self.op, self.entity_id, self.name, self.type, self.into, self.memory_ids
+        )
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+class EntitiesBackfillPayload(_Payload):
+    """``entities_backfill``: link the entities of these memories of one user, stored
+    before entities were extracted (``memstream entities backfill``); a memory that has
+    links already, or is no longer ACTIVE/ARCHIVED, is left as it is."""
+
+    memory_ids: list[MemoryId] = Field(min_length=1, max_length=10_000)

@@ -302,6 +302,39 @@ class Entities(_Data):
     has_more: bool
 
 
+class EntityUpdated(_Data):
+    """``entity/update``: the entity that holds the links now (the renamed one, ``into``,
+    or a split's new one) and the memories that got a new version."""
+
+    op: str
+    entity_id: str
+    name: str
+    type: str
+    memories_changed: int
+    memory_ids: list[str] = Field(default_factory=list)
+
+
+class PendingUser(_Data):
+    tenant_id: str
+    user_id: int
+    pending: int
+
+
+class EntitiesPending(_Data):
+    """``/admin/v1/entities/pending``: users with live memories that link no entity."""
+
+    users: list[PendingUser] = Field(default_factory=list)
+
+
+class EntitiesBackfilled(_Data):
+    """``/admin/v1/entities/backfill``: one page; ``next`` the cursor of the next (None:
+    the user is done)."""
+
+    memories_seen: int
+    memories_linked: int
+    next: str | None = None
+
+
 class SummaryItem(_Data):
     """One line of a summary, with exactly the memories and turns it states."""
 

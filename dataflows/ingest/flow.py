@@ -26,7 +26,10 @@ from bytewax.inputs import Source
 from core import metrics, sameness
 from core.write_batch import WriteBatch
 from dataflows.breaker import Breaker
-from dataflows.ingest import management  # noqa: F401  (registers the management commands)
+from dataflows.ingest import (
+    entity_commands,  # noqa: F401  (entity_update, entities_backfill)
+    management,  # noqa: F401  (registers the management commands)
+)
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.embed import embed_all, prepare
 from dataflows.ingest.extract import extract

@@ -104,6 +104,10 @@ class Recorder:
         )
         if self.idx is not None and rec.status is Status.ACTIVE:
             self.idx.upsert(rec, vector)
+        elif (
+            self.idx is not None and self.idx.paged is not None and rec.memory_id in self.idx.paged
+        ):
+            self.idx.paged.upsert(rec, vector)  # a paged-out one: its held copy follows
         self._count(old, -1, rec)
 
     def retire(
