@@ -2,7 +2,7 @@
 
 Sub-commands: up, down, status, config show|set|get|unset, node (foreground), api and dataflow
 (the node's parts alone, on server stores), sql, extract, bench, lifecycle,
-import/export, reembed, tail.
+import/export, reembed, tail, entities backfill.
 Each prints what it did in plain words. Exit codes: 0 done, 1 failed (the reason on
 stderr), 2 a usage or configuration error (argparse's code; a bad setting too), 130
 interrupted (``tail`` ends on Ctrl-C with 0: following is all it does).
@@ -152,6 +152,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
     """Commands whose modules live beside this one; each registers its own parser."""
     from ops import (
         dlq_cmd,
+        entities_cmd,
         extract_cmd,
         keys_cmd,
         lifecycle_cmd,
@@ -174,6 +175,7 @@ def _add_optional_commands(sub: argparse._SubParsersAction) -> None:
         process_cmd,
         tail_cmd,
         dlq_cmd,
+        entities_cmd,
     ):
         mod.add_parser(sub)
     from memstream import mcp_server  # the client package: MCP tools over the HTTP API
