@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Literal
 
 from memstream._transport import V1, Call, Runner, body_of
 from schemas.enums import Level, MemType, Ownership
@@ -14,6 +15,7 @@ from schemas.events import Message, Strategy
 from schemas.responses import (
     AddAccepted,
     Deleted,
+    EntityUpdated,
     ExportStarted,
     Purged,
     SessionClosed,
@@ -107,6 +109,36 @@ class Writes(Runner):
             expire_at=expire_at,
             clear_expire_at=clear_expire_at,
             custom_tags=custom_tags,
+        )
+
+    def update_entity(
+        self,
+        user_id: int,
+        entity_id: str,
+        op: Literal["rename", "merge", "split"],
+        *,
+        name: str | None = None,
+        type: str | None = None,
+        into: str | None = None,
+        memory_ids: Sequence[str] | None = None,
+        request_id: str | None = None,
+    ) -> EntityUpdated:
+        """Correct how the user's mentions were resolved: ``rename`` (``name`` and/or
+        ``type``; the old name stays an alias), ``merge`` (``entity_id``'s links become
+        ``into``'s) or ``split`` (``memory_ids`` leave ``entity_id`` for a new entity,
+        named ``name`` or the old name). Answers the entity that holds the links now and
+        the memories that got a new version; an unknown entity: ``NotFound``."""
+        return self._write(
+            "entity/update",
+            EntityUpdated,
+            request_id,
+            user_id=user_id,
+            op=op,
+            entity_id=entity_id,
+            name=name,
+            type=type,
+            into=into,
+            memory_ids=list(memory_ids) if memory_ids is not None else None,
         )
 
     def delete(self, user_id: int, memory_id: str, *, request_id: str | None = None) -> Deleted:

@@ -26,6 +26,7 @@ from schemas.responses import (
     Deleted,
     Entities,
     EntityDetail,
+    EntityUpdated,
     History,
     Purged,
     RecallResult,
@@ -223,6 +224,30 @@ def test_entities_and_an_entity(connect, api_url, keys, user_id) -> None:
         app.entity(user_id)  # neither a name nor an id
     with pytest.raises(Unauthenticated):
         app.entities(user_id, app_id="appB")  # not this key's app
+
+
+def test_update_entity(connect, api_url, keys, user_id) -> None:
+    app = connect(api_url, keys.app)
+    lyon = app.add_structured(user_id, "My sister Anna lives in Lyon.", app_id="appA")
+    chess = app.add_structured(user_id, "Every Sunday Anna plays chess with me.", app_id="appA")
+    anna = app.entity(user_id, name="Anna").entity
+    renamed = app.update_entity(user_id, anna.entity_id, "rename", name="Anna Smith")
+    assert isinstance(renamed, EntityUpdated) and renamed.entity_id == anna.entity_id
+    assert renamed.name == "Anna Smith" and renamed.memories_changed == 2
+    assert app.entity(user_id, name="anna").entity.name == "Anna Smith"  # the alias finds it
+    split = app.update_entity(user_id, anna.entity_id, "split", memory_ids=[chess.memory_id])
+    assert split.entity_id != anna.entity_id and split.memory_ids == [chess.memory_id]
+    lyon_place = next(e for e in app.entities(user_id).entities if e.name == "Lyon")
+    with pytest.raises(BadRequest):  # merge into itself
+        app.update_entity(user_id, lyon_place.entity_id, "merge", into=lyon_place.entity_id)
+    merged = app.update_entity(user_id, split.entity_id, "merge", into=anna.entity_id)
+    assert merged.entity_id == anna.entity_id and merged.memory_ids == [chess.memory_id]
+    detail = app.entity(user_id, entity_id=anna.entity_id)
+    assert [m.memory_id for m in detail.memories] == [lyon.memory_id, chess.memory_id]
+    with pytest.raises(NotFound):
+        app.update_entity(user_id, "e_nobody", "rename", name="X")
+    with pytest.raises(BadRequest):
+        app.update_entity(user_id, anna.entity_id, "split")  # no memory_ids
 
 
 def _retries(caplog) -> list[str]:
