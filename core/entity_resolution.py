@@ -8,7 +8,9 @@ sister Anna" was said). A mention resolves, in order:
 
 1. by its key in its own scope, then in GLOBAL (an app memory may name a GLOBAL entity;
    a GLOBAL memory never names an app's, and one app never another's);
-2. by its relation ("my sister Anna" joins an earlier "my sister");
+2. a name said with a relation, by that relation when the entity it names has no name
+   yet ("my sister", then "my sister Anna"); "my friend Anna" and "my friend Marco"
+   stay two;
 3. a person by a unique first-name match ("Mel" ↔ "Melanie", "Melanie" ↔ "Melanie
    Smith"): two candidates join neither;
 4. else a new entity in the mention's scope.
@@ -185,9 +187,13 @@ class EntityRegistry:
         for s in scopes:
             if (hit := self._by_key.get((s, m.key))) is not None:
                 return hit
-        if m.relation:
+        if m.relation and not m.key.startswith(RELATION_KEY_PREFIX):
+            # a name said with a relation names an entity known only by that relation
+            # ("my mom", then "my mom Linda"); never one with a name of its own: "my
+            # friend Anna" and "my friend Marco" are two friends
             for s in scopes:
-                if (hit := self._by_key.get((s, relation_key(m.relation)))) is not None:
+                hit = self._by_key.get((s, relation_key(m.relation)))
+                if hit is not None and not hit.named:
                     return hit
         if m.type == "person":
             return self._first_name(m.key, scopes)

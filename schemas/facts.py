@@ -22,6 +22,18 @@ ChatMessage = dict[str, str]  # {"role": "system"|"user"|"assistant", "content":
 DECISION_OPS = frozenset({OpType.ADD, OpType.UPDATE, OpType.DELETE, OpType.NONE})
 
 
+class FactEntity(BaseModel):
+    """An entity an LLM extractor says a fact names (docs/architecture.md#entities):
+    the name as the fact says it, its type, and the user's relation to it when the turn
+    says one ("sister", "dog")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    type: str = Field(min_length=1, max_length=64)
+    relation: str | None = Field(default=None, max_length=64)
+
+
 class Fact(BaseModel):
     """One self-contained statement worth remembering, traced to the turn it came from.
 
@@ -37,6 +49,8 @@ class Fact(BaseModel):
     mem_type: MemType = MemType.SEMANTIC
     time_bound: bool = False  # refers to a dated event or plan (initial weight 0.85)
     expire_at: date | None = None  # hint: after this day the fact is likely stale
+    # the entities an LLM extractor named, typed; None: not given (the rules find them)
+    entities: tuple[FactEntity, ...] | None = None
 
     @field_validator("expire_at")
     @classmethod

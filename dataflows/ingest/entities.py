@@ -18,7 +18,14 @@ from core.entity_resolution import EntityRegistry, scope_of
 from core.settings import Settings
 from core.user_index import UserIndex
 from models.rules.entities import extract_entities
+from models.rules.entity_mention import (
+    BUILTIN_TYPES,
+    EntityMention,
+    entity_key,
+    normalize_type,
+)
 from schemas.events import Strategy
+from schemas.facts import FactEntity
 from schemas.memory import MemoryRecord
 
 
@@ -50,12 +57,40 @@ def linked(
     idx: UserIndex,
     types: Sequence[str] | None,
     speakers: Sequence[str] = (),
+    given: Sequence[FactEntity] | None = None,
 ) -> tuple[MemoryRecord, tuple[str, ...]]:
     """``rec`` with the entities its words name, resolved in the user's registry; and
-    the warnings for declared types the rules cannot recognise (for the task's answer)."""
+    the warnings for declared types the rules cannot recognise (for the task's answer).
+    ``given``: the entities an LLM extractor named for this fact, used instead of the
+    rules (any declared type is the LLM's to recognise)."""
     reg = registry(idx)
-    found = extract_entities(
-        rec.content, speaker_names=speakers, types=types, known=reg.known_keys()
-    )
-    links = reg.resolve(found.mentions, scope_of(rec))
-    return dataclasses.replace(rec, entities=links), found.warnings
+    warnings: tuple[str, ...] = ()
+    if given is not None:
+        mentions = _from_llm(rec.content, given, types)
+    else:
+        found = extract_entities(
+            rec.content, speaker_names=speakers, types=types, known=reg.known_keys()
+        )
+        mentions, warnings = list(found.mentions), found.warnings
+    links = reg.resolve(mentions, scope_of(rec))
+    return dataclasses.replace(rec, entities=links), warnings
+
+
+def _from_llm(
+    text: str, given: Sequence[FactEntity], types: Sequence[str] | None
+) -> list[EntityMention]:
+    """An LLM's entities as mentions: its types in the rules' spelling ("Places" →
+    place), kept when declared (or, none declared, when built in; else "other")."""
+    keep = None if types is None else {normalize_type(t) for t in types}
+    out = []
+    for e in given:
+        kind = normalize_type(e.type)
+        if keep is not None and kind not in keep:
+            continue
+        if keep is None and kind not in BUILTIN_TYPES:
+            kind = "other"
+        start = text.casefold().find(e.name.casefold())
+        key = entity_key(e.name)
+        if key and start >= 0:  # a merged or edited text may no longer say it
+            out.append(EntityMention(e.name, key, kind, e.relation, start, start + len(e.name)))
+    return out

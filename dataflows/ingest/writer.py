@@ -329,7 +329,7 @@ class Writer:
         ev = fi.incoming.event
         speakers = [m.name for m in ev.messages if m.name]
         types = declared_types(self.s, ev.app_id, ev.strategy)
-        rec, warnings = linked(rec, rc.idx, types, speakers)
+        rec, warnings = linked(rec, rc.idx, types, speakers, fi.fact.entities)
         rc.result.warn(warnings)
         return rec
 

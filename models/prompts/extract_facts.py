@@ -23,12 +23,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from models.errors import MalformedOutput
 from models.lang import dominant_language, utc_date
 from models.prompts.extract_examples import examples
+from models.rules.entity_mention import BUILTIN_TYPES
 from schemas.enums import MemType, Ownership, Role
 from schemas.events import Message, Strategy
-from schemas.facts import ChatMessage, Fact
+from schemas.facts import ChatMessage, Fact, FactEntity
 from schemas.json_types import JsonObject
 
-VERSION = "extract_facts/v2"
+VERSION = "extract_facts/v3"  # v3: typed entities per fact
+
+
+class ExtractedEntity(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(min_length=1, max_length=128)
+    type: str = Field(default="other", min_length=1, max_length=64)
+    relation: str | None = Field(default=None, max_length=64)
 
 
 class ExtractedFact(BaseModel):
@@ -39,6 +48,25 @@ class ExtractedFact(BaseModel):
     mem_type: MemType | None = None
     time_bound: bool = False
     expire_at: date | None = None
+    entities: list[ExtractedEntity] | None = None
+
+    @field_validator("entities", mode="before")
+    @classmethod
+    def _usable_entities(cls, v: object) -> object:
+        """A malformed entity is dropped, not the fact: the entities are a by-product."""
+        if not isinstance(v, list):
+            return None
+        return [
+            e
+            for e in v
+            if isinstance(e, dict)
+            and isinstance(e.get("name"), str)
+            and 0 < len(e["name"].strip()) <= 128
+            and isinstance(e.get("type", "other"), str)
+            and 0 < len(e.get("type", "other")) <= 64
+            and isinstance(e.get("relation"), str | None)
+            and len(e.get("relation") or "") <= 64
+        ]
 
     @model_validator(mode="before")
     @classmethod
@@ -187,9 +215,15 @@ def system_prompt(ctx: ExtractContext) -> str:
         f'{who}. If there is nothing worth remembering, return {{"facts": []}}.',
         'Answer with one JSON object only: {"facts": [{"text": str, "source": int '
         '(the [n] of the turn it comes from), "mem_type": "SEMANTIC"|"EPISODIC"|'
-        '"PROCEDURAL", "time_bound": bool, "expire_at": "YYYY-MM-DD"|null}]}. '
+        '"PROCEDURAL", "time_bound": bool, "expire_at": "YYYY-MM-DD"|null, "entities": '
+        '[{"name": str, "type": str, "relation": str|null}]}]}. '
         "SEMANTIC: lasting facts and preferences; EPISODIC: events and dated plans; "
         "PROCEDURAL: how things should be done, routines, standing instructions.",
+        "entities: the people, places, organizations, products, pets and titles the fact "
+        "names, each with the name exactly as the fact writes it and its type ("
+        + ", ".join(ctx.entity_types or BUILTIN_TYPES)
+        + "); relation: the user's relation to a person or pet when the turn says one "
+        '("sister", "dog", "妹妹"), else null. An empty list when it names none.',
     ]
     if ctx.focus:
         parts.append(f"Focus especially on: {ctx.focus}.")
@@ -197,7 +231,7 @@ def system_prompt(ctx: ExtractContext) -> str:
         parts.append(
             "Pay particular attention to these kinds of things: "
             + ", ".join(ctx.entity_types)
-            + "."
+            + ". List only entities of these types."
         )
     parts.append("Examples:\n\n" + examples(ctx.ownership))
     return "\n\n".join(parts)
@@ -238,6 +272,20 @@ def to_facts(obj: JsonObject, ctx: ExtractContext, messages: Sequence[Message]) 
                 mem_type=item.mem_type or default_type,
                 time_bound=item.time_bound,
                 expire_at=item.expire_at,
+                entities=_entities(item.entities, text),
             )
         )
     return out
+
+
+def _entities(given: list[ExtractedEntity] | None, text: str) -> tuple[FactEntity, ...] | None:
+    """The model's entities that the fact's own text names (a name it does not say is
+    not trusted), once each; None when the model gave none at all (the rules look)."""
+    if given is None:
+        return None
+    folded, out = text.casefold(), dict[str, FactEntity]()
+    for e in given:
+        name = e.name.strip()
+        if name.casefold() in folded:
+            out.setdefault(name.casefold(), FactEntity(name=name, type=e.type, relation=e.relation))
+    return tuple(out.values())

@@ -77,3 +77,12 @@ def test_the_registry_rebuilt_from_stored_links_resolves_the_same() -> None:
     again.learn([_rec("m1", first)])
     assert _links(again, "My sister is here.")["sister"] == first[0]["entity_id"]
     assert _links(again, "Lyon is far.")["Lyon"] == first[1]["entity_id"]
+
+
+def test_two_named_people_of_one_relation_stay_two() -> None:
+    reg = EntityRegistry("default", 7)
+    anna = _links(reg, "My friend Anna lives in Lyon.")["Anna"]
+    marco = _links(reg, "My friend Marco lives in Milan.")["Marco"]
+    lena = _links(reg, "My sister Lena is 30.")["Lena"]
+    mia = _links(reg, "My sister Mia is 25.")["Mia"]
+    assert len({anna, marco, lena, mia}) == 4

@@ -83,7 +83,7 @@ def test_turns_show_the_speaker_name_and_date():
     assert "Resolve a relative date against the date of the turn" in system
     assert "[0] user (Priya, 2023-05-08): I started a pottery class yesterday!" in system
     assert '"Priya started a pottery class on 2023-05-07"' in system
-    assert extract_facts.VERSION == "extract_facts/v2"
+    assert extract_facts.VERSION == "extract_facts/v3"
 
 
 def test_prompt_functions_are_pure():
