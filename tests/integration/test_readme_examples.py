@@ -122,3 +122,19 @@ def test_readme_python_client_example(
     printed = capsys.readouterr().out.splitlines()
     assert printed and "peanuts" in printed[0], printed
     assert float(printed[0].split()[0]) >= 0.3
+
+
+def test_readme_profile_of_the_taxi_user(api, user_id, didi) -> None:
+    """The README's profile example: before any question, app_didi888's profile of the
+    叫车 user states each of the three memories once, each item citing what it states."""
+    body = {"user_id": user_id, "scope": {"app_id": "app_didi888"}, "max_chars": 500}
+    answer = api.post("/memory/v1/profile", json=body).json()
+    assert answer["code"] == 0, answer
+    items = answer["data"]["items"]
+    cited = [m for item in items for m in item["memory_ids"]]
+    assert sorted(cited) == sorted(didi.values())
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", "".join(item["text"] for item in items))
+    assert all(unicodedata.normalize("NFKC", t) in text for t in didi), text
+    assert answer["data"]["chars_used"] == sum(len(item["text"]) for item in items) <= 500
