@@ -17,7 +17,18 @@ from pydantic import BaseModel
 
 from recall_api import health
 from recall_api.app import create_app
-from recall_api.routes import add, admin, console, entities, manage, privacy, recall, session
+from recall_api.routes import (
+    add,
+    admin,
+    console,
+    entities,
+    entity_backfill,
+    entity_update,
+    manage,
+    privacy,
+    recall,
+    session,
+)
 from recall_api.state import api_state
 from schemas.api import Envelope
 
@@ -25,7 +36,9 @@ pytestmark = pytest.mark.integration
 
 REF = "#/components/schemas/"
 ROUTERS = [
-    m.router for m in (health, admin, add, recall, manage, privacy, session, console, entities)
+    m.router
+    for m in (health, admin, add, recall, manage, privacy, session, console, entities)
+    + (entity_update, entity_backfill)
 ]
 
 
@@ -148,6 +161,11 @@ def test_real_answers_validate_against_their_declared_model(
     found = call("POST", "/memory/v1/entities", {"user_id": u})["data"]["entities"]
     assert "Berlin" in {e["name"] for e in found}, found
     call("POST", "/memory/v1/entity", {"user_id": u, "name": "berlin"})
+    berlin = next(e["entity_id"] for e in found if e["name"] == "Berlin")
+    rename = {"user_id": u, "op": "rename", "entity_id": berlin, "name": "Berlin, Germany"}
+    call("POST", "/memory/v1/entity/update", rename)
+    call("POST", "/admin/v1/entities/pending", {"user_id": u})
+    call("POST", "/admin/v1/entities/backfill", {"user_id": u, "batch": 10})
     call("POST", "/memory/v1/switch", {"user_id": u, "app_id": "shop", "enabled": True})
     export_id = call("POST", "/memory/v1/export", {"user_id": u})["data"]["export_id"]
     deadline = time.monotonic() + 30
