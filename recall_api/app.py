@@ -24,6 +24,7 @@ from recall_api.routes import (
     recall,
     session,
 )
+from recall_api.routes import context as context_route
 from recall_api.routes import profile as profile_route
 from recall_api.state import ApiState, LifecycleRunner, install
 from recall_api.text_rule import text_rule
@@ -101,6 +102,7 @@ def create_app(
         for router in (manage.router, privacy.router, session.router, entities.router):
             app.include_router(router)
         app.include_router(profile_route.router)  # the user's profile (docs/api.md#profile)
+        app.include_router(context_route.router)  # an agent's turn (docs/api.md#context)
         app.include_router(entity_update.router)  # rename, merge, split (docs/api.md#entityupdate)
         app.include_router(entity_backfill.router)  # admin: memstream entities backfill
         app.include_router(console.router)  # the web console's page (no data) and whoami
