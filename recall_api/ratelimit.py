@@ -2,7 +2,8 @@
 
 Built on the maintained ``limits`` library (fixed windows in Redis: one INCR+EXPIRE per
 bucket, shared by every API process). Two families of buckets, so a burst of writes
-never makes recall wait: ``recall`` (POST /memory/v1/recall) and ``write`` (every other
+never makes recall wait: ``recall`` (POST /memory/v1/recall, and POST
+/memory/v1/context, which recalls for an agent's turn) and ``write`` (every other
 /memory endpoint). Each has a per-key and a per-(key, user) limit, settings
 ``rate_limit_{key,user}_{recall,write}`` in the ``limits`` notation ("200/second";
 "" = none). Past a limit: 42910 with ``Retry-After`` (seconds to the window's end).
@@ -30,11 +31,12 @@ from schemas.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 RECALL_PATH = "/memory/v1/recall"
+RECALL_PATHS = frozenset({RECALL_PATH, "/memory/v1/context"})
 FAIL_OPEN_LOG_S = 60.0
 
 
 def kind_of(path: str) -> str:
-    return "recall" if path.rstrip("/") == RECALL_PATH else "write"
+    return "recall" if path.rstrip("/") in RECALL_PATHS else "write"
 
 
 def _item(text: str) -> RateLimitItem | None:
