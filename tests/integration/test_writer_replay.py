@@ -47,3 +47,28 @@ def test_replay_after_a_lost_task_status_reports_the_add_and_writes_nothing(
     r = again.results[0]
     assert (r.added, r.skipped, r.memory_ids) == (1, 0, [memory_id])
     assert [m.memory_id for m in runtime.memories.load(user_id, tenant="default")] == [memory_id]
+
+
+def test_entities_resolve_to_the_same_ids_after_a_restart(runtime, user_id) -> None:
+    """The registry is keyed state rebuilt from the stored links: after the cache is
+    cleared (a restart), "my sister" and "Mel" resolve to the entities the first run
+    made, and a replay of the first batch links what it linked before."""
+    first = _extracted(runtime, user_id, f"ent1-{user_id}", "My sister Melanie lives in Lyon")
+    one = Writer(runtime).apply_extracted(first)
+    runtime.memories.write(one.batch)
+    links = {x["name"]: x["entity_id"] for x in one.batch.memories[0].entities}
+    assert set(links) == {"Melanie", "Lyon"}
+    runtime.cache.clear()  # the restart: the registry is gone with the index
+
+    later = _extracted(runtime, user_id, f"ent2-{user_id}", "My sister and Mel went to Lyon")
+    two = Writer(runtime).apply_extracted(later)
+    runtime.memories.write(two.batch)
+    got = {x["entity_id"] for x in two.batch.memories[0].entities}
+    assert got == {links["Melanie"], links["Lyon"]}
+
+    runtime.cache.clear()
+    runtime.memories.write(Writer(runtime).apply_extracted(first).batch)  # a replay
+    (stored,) = [
+        m for m in runtime.memories.load(user_id, tenant="default") if "Melanie" in m.content
+    ]
+    assert {x["entity_id"] for x in stored.entities} == set(links.values())
