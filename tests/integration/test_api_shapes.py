@@ -21,11 +21,13 @@ from recall_api.routes import (
     add,
     admin,
     console,
+    context,
     entities,
     entity_backfill,
     entity_update,
     manage,
     privacy,
+    profile,
     recall,
     session,
 )
@@ -38,7 +40,7 @@ REF = "#/components/schemas/"
 ROUTERS = [
     m.router
     for m in (health, admin, add, recall, manage, privacy, session, console, entities)
-    + (entity_update, entity_backfill)
+    + (entity_update, entity_backfill, profile, context)
 ]
 
 
@@ -166,6 +168,10 @@ def test_real_answers_validate_against_their_declared_model(
     call("POST", "/memory/v1/entity/update", rename)
     call("POST", "/admin/v1/entities/pending", {"user_id": u})
     call("POST", "/admin/v1/entities/backfill", {"user_id": u, "batch": 10})
+    call("POST", "/memory/v1/profile", {"user_id": u, "scope": {"app_id": "shop"}})
+    turn = [{"role": "user", "content": "where does my sister live"}]
+    ctx = {"user_id": u, "scope": {"app_id": "shop"}, "messages": turn, "max_chars": 500}
+    assert call("POST", "/memory/v1/context", ctx)["data"]["text"]
     call("POST", "/memory/v1/switch", {"user_id": u, "app_id": "shop", "enabled": True})
     export_id = call("POST", "/memory/v1/export", {"user_id": u})["data"]["export_id"]
     deadline = time.monotonic() + 30
