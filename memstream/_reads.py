@@ -4,15 +4,16 @@ A wait is a call repeated until its answer settles (``Call.until``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memstream._transport import V1, Call, Runner
 from memstream.errors import error_for
-from schemas.enums import Level, MemType, OpType, Ownership
+from schemas.enums import Level, MemType, OpType, Ownership, Role
 from schemas.json_types import JsonObject
 from schemas.responses import (
     ChangeLogPage,
+    Context,
     Entities,
     EntityDetail,
     ExportStatus,
@@ -22,6 +23,8 @@ from schemas.responses import (
     TaskStatus,
     UserMemories,
 )
+
+ROLES = frozenset(r.value for r in Role)  # the turns the context call reads
 
 
 def _task_failed(task: TaskStatus) -> None:
@@ -203,6 +206,42 @@ class Reads(Runner):
             scope=_view_scope(app_id, include_global),
             entity=entity,
             max_chars=max_chars,
+        )
+
+    def context(
+        self,
+        user_id: int,
+        *,
+        messages: Sequence[Mapping[str, str]] | None = None,
+        query: str | None = None,
+        app_id: str | None = None,
+        include_global: bool | None = None,
+        max_chars: int | None = None,
+        count_hit: bool | None = None,
+    ) -> Context:
+        """What to put in the prompt for the agent's next turn: the profile, the memories
+        relevant to ``query`` (else to the last user turns of ``messages``, ``{role,
+        content}`` dicts as a chat API writes them) and the entities they name, as
+        ``items`` and one ``text`` that fits ``max_chars`` (default 2,000) whole.
+        ``count_hit`` false: the memories shown are not counted as recall hits. Of each
+        message only ``role`` and ``content`` are sent; a turn of another role than
+        user, assistant or system (a tool's) or without text content is left out."""
+        turns = None
+        if messages is not None:
+            turns = [
+                {"role": m["role"], "content": m["content"]}
+                for m in messages
+                if m.get("role") in ROLES and isinstance(m.get("content"), str)
+            ]
+        return self._read(
+            "context",
+            Context,
+            user_id=user_id,
+            scope=_view_scope(app_id, include_global),
+            messages=turns,
+            query=query,
+            max_chars=max_chars,
+            count_hit=count_hit,
         )
 
     def task(self, task_id: str) -> TaskStatus:
