@@ -230,6 +230,21 @@ def test_a_scope_told_three_times_its_capacity_compresses_and_keeps_every_source
         for m in own:
             assert m.invalid_at is not None and set(m.msg_ids) <= set(merged.msg_ids)
             assert all(s in merged.content.casefold() for s in specifics(m.content))
+        # the merged memory links every member's entities (docs/architecture.md#entities)
+        linked = {x["entity_id"] for x in merged.entities}
+        assert all({x["entity_id"] for x in m.entities} <= linked for m in own)
+
+    # memory_entities follows: members SUPERSEDED, merged and held ones ACTIVE, evicted
+    # ones ARCHIVED (paged out) or DELETED, each link as its memory's status
+    rows = small.stores.clickhouse.query(
+        "SELECT memory_id, entity_id, status FROM memstream.memory_entities FINAL "
+        "WHERE user_id = {u:UInt64}",
+        {"u": user_id},
+    )
+    assert rows
+    want = {(m.memory_id, x["entity_id"]): str(m.status) for m in everything for x in m.entities}
+    assert {(m, e): st for m, e, st in rows} == want
+    assert {"SUPERSEDED", "ACTIVE"} <= set(want.values())
 
     # a merged memory that is still active is found by each of its members' turns
     turns = {msg["msg_id"]: msg["content"] for e in events for msg in e["messages"]}
