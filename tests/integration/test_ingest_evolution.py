@@ -124,3 +124,25 @@ def test_an_archived_fact_said_again_is_restored_not_stored_twice(
     )
     # (no order: the archive is stamped with the pass's clock, 100 days ahead)
     assert sorted(o for (o,) in ops) == ["ADD", "ARCHIVE", "RESTORE"]
+
+
+def test_an_llms_typed_entities_are_linked_and_a_declared_type_kept(llm_ingest, user_id) -> None:
+    """The extraction answer's entities, typed, go through the production adapter to the
+    stored links; a type the rules cannot recognise ("dish") is the LLM's to keep."""
+    rt, script = llm_ingest
+    fact = {"text": "Cooks Ratatouille for her sister Anna", "source": 0, "entities": [
+        {"name": "Ratatouille", "type": "dish"},
+        {"name": "Anna", "type": "person", "relation": "sister"},
+    ]}  # fmt: skip
+    script.push_chat({"facts": [fact]})
+    event = _event(user_id, f"ent-{user_id}", "I cook ratatouille for my sister Anna")
+    event["strategy"] = {"entity_types": ["dish", "person"]}
+    _produce(rt.stores.kafka, [event])
+    status = wait_for(lambda: _done(rt, f"ent-{user_id}"))
+    assert status["status"] == "done" and status["warnings"] == [], status
+    (mem,) = rt.memories.load(user_id, statuses=[Status.ACTIVE], tenant="default")
+    assert [(x["name"], x["type"]) for x in mem.entities] == [
+        ("Ratatouille", "dish"), ("Anna", "person"),
+    ]  # fmt: skip
+    sent = script.requests[-1]["json"]["messages"][0]["content"]
+    assert '"entities"' in sent and "(dish, person)" in sent
