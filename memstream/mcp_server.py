@@ -1,7 +1,8 @@
 """``memstream mcp``: an MCP server (stdio) that gives an agent its memory as tools.
 
-Tools: ``add_memory``, ``recall_memories``, ``update_memory``, ``delete_memory``,
-``list_memories``, ``list_entities``, ``get_entity``. Each is one call of the HTTP API
+Tools: ``get_context``, ``add_memory``, ``recall_memories``, ``update_memory``,
+``delete_memory``, ``list_memories``, ``get_profile``, ``list_entities``, ``get_entity``.
+Each is one call of the HTTP API
 through ``memstream.AsyncClient`` (the API enforces keys, scopes and limits; nothing
 here reads a store), built with the official MCP Python SDK
 (``mcp.server.mcpserver.MCPServer``). An API error becomes a tool error whose text starts
@@ -32,10 +33,13 @@ from pydantic import Field
 from memstream.client import DEFAULT_URL, AsyncClient
 from memstream.errors import MemstreamError
 from schemas.enums import Level, MemType, Ownership
+from schemas.requests import ContextTurn
 from schemas.responses import (
+    Context,
     Deleted,
     Entities,
     EntityDetail,
+    Profile,
     RecallResult,
     StructuredAdded,
     Updated,
@@ -48,7 +52,10 @@ INSTRUCTIONS = (
     "preference or instruction the user gave; update_memory or delete_memory when the "
     "user corrects or withdraws one (ids come from recall_memories or list_memories). "
     "get_entity tells everything known about a person, place or thing the user names "
-    "(list_entities lists them)."
+    "(list_entities lists them). get_context gives, in one call, who the user is, the "
+    "memories relevant to the current turn and the people and things it names, as one "
+    "block within a budget; get_profile gives who the user is when there is no question "
+    "yet."
 )
 UserArg = Annotated[
     int | None, Field(description="the user's id; default: the server's --user-id", ge=0)
@@ -223,6 +230,51 @@ def build_server(client: AsyncClient, *, user_id: int | None = None, app_id: str
                 app_id=app(app_id),
                 max_chars=max_chars,
             )
+        )
+
+    @server.tool()
+    async def get_context(
+        query: Annotated[
+            str | None, Field(description="what the turn is about; else give messages")
+        ] = None,
+        messages: Annotated[
+            list[ContextTurn] | None,
+            Field(description="the conversation's last turns ({role, content})", max_length=50),
+        ] = None,
+        user_id: UserArg = None,
+        app_id: AppArg = None,
+        max_chars: Annotated[
+            int | None, Field(ge=1, le=20_000, description="the whole text's budget")
+        ] = None,
+    ) -> Context:
+        """The context for the turn at hand in one block (``text``) to read before
+        answering: who the user is, the memories relevant to ``query`` (else to the last
+        user turns of ``messages``) and the people and things they name, each line
+        citing its memories (``items``). Neither query nor messages: who the user is."""
+        turns = None if messages is None else [t.model_dump(mode="json") for t in messages]
+        return await api(
+            client.context(
+                user(user_id),
+                query=query,
+                messages=turns,
+                app_id=app(app_id),
+                max_chars=max_chars,
+            )
+        )
+
+    @server.tool()
+    async def get_profile(
+        user_id: UserArg = None,
+        app_id: AppArg = None,
+        entity: Annotated[
+            str | None, Field(description="only what the memories say about this entity")
+        ] = None,
+        max_chars: Annotated[int | None, Field(ge=1, le=20_000)] = None,
+    ) -> Profile:
+        """Who the user is and what matters to them now, for a session's start: short
+        statements, most telling first, each citing the memories it states."""
+        return await api(
+            client.profile(user(user_id), app_id=app(app_id), entity=entity, max_chars=max_chars)
         )
 
     return server

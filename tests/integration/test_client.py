@@ -23,6 +23,7 @@ from schemas.enums import OpType
 from schemas.responses import (
     AddAccepted,
     ChangeLogPage,
+    Context,
     Deleted,
     Entities,
     EntityDetail,
@@ -248,6 +249,28 @@ def test_update_entity(connect, api_url, keys, user_id) -> None:
         app.update_entity(user_id, "e_nobody", "rename", name="X")
     with pytest.raises(BadRequest):
         app.update_entity(user_id, anna.entity_id, "split")  # no memory_ids
+
+
+def test_a_context_for_an_agents_turn(connect, api_url, keys, user_id) -> None:
+    app = connect(api_url, keys.app)
+    lyon = app.add_structured(user_id, "My sister Anna lives in Lyon.", app_id="appA")
+    tea = app.add_structured(user_id, "I drink green tea every morning.", app_id="appA")
+    chat = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Where does Anna live?", "name": "Lin"},
+        {"role": "tool", "content": "{}"},  # left out by the client
+    ]
+    got = app.context(user_id, messages=chat, app_id="appA", max_chars=500)
+    assert isinstance(got, Context) and got.chars_used == len(got.text) <= 500
+    cited = {m for i in got.items for m in i.memory_ids}
+    assert {lyon.memory_id, tea.memory_id} <= cited and "Anna" in got.text
+    small = app.context(user_id, query="tea", app_id="appA", max_chars=60, count_hit=False)
+    assert 0 < small.chars_used <= 60
+    assert app.context(user_id).items == []  # the GLOBAL scope: none of them
+    with pytest.raises(BadRequest):
+        app.context(user_id, max_chars=0)
+    with pytest.raises(Unauthenticated):
+        app.context(user_id, query="tea", app_id="appB")  # not this key's app
 
 
 def _retries(caplog) -> list[str]:

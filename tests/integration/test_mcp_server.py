@@ -26,6 +26,8 @@ TOOLS = {
     "list_memories",
     "list_entities",
     "get_entity",
+    "get_context",
+    "get_profile",
 }
 
 
@@ -103,5 +105,18 @@ def test_tools_over_a_real_stdio_session(served, user_id) -> None:
             assert failed and "40401:" in text, text
             failed, text = await _call(mcp, "get_entity", user_id=other)
             assert failed and "40001:" in text, text  # neither a name nor an id
+
+            turn = [{"role": "user", "content": "Shall I visit my sister?"}]
+            failed, ctx = await _call(mcp, "get_context", messages=turn, user_id=other)
+            assert not failed and ctx["chars_used"] == len(ctx["text"]) > 0, ctx
+            assert anna.memory_id in {m for i in ctx["items"] for m in i["memory_ids"]}, ctx
+            failed, ctx = await _call(mcp, "get_context", query="peanuts", max_chars=60)
+            assert not failed and 0 < ctx["chars_used"] <= 60, ctx
+            assert "peanuts" in ctx["text"], ctx
+            failed, text = await _call(mcp, "get_context", query="tea", app_id="appB")
+            assert failed and "40101:" in text, text
+            failed, profile = await _call(mcp, "get_profile", user_id=other)
+            assert not failed and profile["items"], profile
+            assert profile["items"][0]["memory_ids"] == [anna.memory_id], profile
 
     asyncio.run(session())
