@@ -99,6 +99,10 @@ def _correct(
     linking = _linking(writer, cmd, idx, wanted)
     reg.learn(r for r in linking if any(reg.get(e) is None for e in _ids(r)))
     known = _visible(reg.get(p.entity_id), p.entity_id, p.access)
+    if p.access is not None and not known.scope and not p.access.global_grant:
+        # a GLOBAL entity is every app's: changing it is a GLOBAL write
+        msg = f"changing GLOBAL entity '{p.entity_id}' needs a key with the global grant"
+        raise Refused(ErrorCode.UNAUTHENTICATED, msg)
     if p.op == "rename":
         mine = [r for r in linking if p.entity_id in _ids(r)]
         _writable(mine, p.access, p.entity_id)

@@ -162,9 +162,9 @@ def test_merge_moves_the_links_once_and_the_table_follows(call, runtime, user_id
 
     # the merged name resolves to the survivor; the merged entity is gone
     m4 = _add(call, user_id, "Yesterday I met Bob again.", app_id="appA")
-    assert {x["entity_id"] for x in runtime.memories.get(user_id, m4, tenant="default").entities} == {
-        robert
-    }
+    assert {
+        x["entity_id"] for x in runtime.memories.get(user_id, m4, tenant="default").entities
+    } == {robert}
     gone = _update(call, user_id, op="merge", entity_id=bob, into=robert)
     assert gone["code"] == 40401, gone
 
@@ -218,6 +218,16 @@ def test_keys_change_only_what_they_may(call, runtime, user_id) -> None:
     cross = _update(call, user_id, op="merge", entity_id=marco, into=clara)
     assert cross["code"] == 40001, cross
     assert _links_of(runtime, user_id, glob)["Marco"]["entity_id"] == marco
+
+    # a GLOBAL entity only its app's memories name now: still every app's, not its own
+    first = _add(call, user_id, "My friend Petra works at the bakery.")  # GLOBAL
+    petra = _links_of(runtime, user_id, first)["Petra"]["entity_id"]
+    reused = _add(call, user_id, "I met Petra at the gym.", who="A", app_id="appA")
+    assert _links_of(runtime, user_id, reused)["Petra"]["entity_id"] == petra
+    assert call("admin", "delete", {"user_id": user_id, "memory_id": first})["code"] == 0
+    glob_rename = _update(call, user_id, who="A", op="rename", entity_id=petra, name="P.")
+    assert glob_rename["code"] == 40101, glob_rename
+    assert "Petra" in _links_of(runtime, user_id, reused)
 
     # its own app's entity: fine
     ok = _update(call, user_id, who="A", op="rename", entity_id=clara, name="Clara Weiss")
