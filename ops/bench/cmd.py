@@ -104,6 +104,13 @@ def _add_recall(sub: Any) -> None:
         metavar="N",
         help="recalls a user makes in a row (the first may be cold; default 1)",
     )
+    p.add_argument(
+        "--no-context",
+        dest="context",
+        action="store_false",
+        help="skip the context call's phase after each recall phase (by default "
+        "POST /memory/v1/context is driven at the same rate: its p50/p99 beside recall's)",
+    )
     bench_report.add_options(p)
     p.set_defaults(func=_run_recall)
 
@@ -141,6 +148,7 @@ def _run_recall(args: argparse.Namespace) -> int:
         session_len=args.session_len,
         compare_fit=args.compare_fit,
         paged=args.paged,
+        context=args.context,
     )
     print(
         f"hot cache {result['hot_cache_budget_mb']} MB "
@@ -156,6 +164,7 @@ def _run_recall(args: argparse.Namespace) -> int:
         _print_phases(result["fit_phases"])
     args_.print_json(result, bench_report.finish(args, {"recall": result}, old, started))
     phases = result["phases"] + result.get("fit_phases", [])
+    phases += [ph["context"] for ph in phases if "context" in ph]
     bad = sum(n for ph in phases for code, n in ph["codes"].items() if code != "0")
     return 1 if bad else 0
 
@@ -178,6 +187,15 @@ def _print_phases(phases: list[dict[str, Any]]) -> None:
             f"({ph['redis']['children_cpu_s']} s CPU)",
             file=sys.stderr,
         )
+        if "context" in ph:
+            ctx = ph["context"]
+            print(
+                f"{'context':>16}, same rate: {ctx['requests']} calls, {ctx['per_s']}/s, "
+                f"p50 {ctx['p50_ms']} ms, p95 {ctx['p95_ms']} ms, p99 {ctx['p99_ms']} ms "
+                f"({ctx['p99_over_recall']}x recall's p99), timeouts {ctx['timeouts']}, "
+                f"codes {ctx['codes']}",
+                file=sys.stderr,
+            )
 
 
 # ------------------------------------------------------------------ embed

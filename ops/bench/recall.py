@@ -33,6 +33,13 @@ from a Redis snapshot), how many users it held at the end, and this process's CP
 RSS (``node``: the server's; the load generator is another process). Each phase goes on along
 the traffic where the previous one stopped (a phase that started over would ask the
 users the previous phase just loaded).
+
+``context`` (on by default): after each recall phase, the same rate, clients and
+duration drive ``POST /memory/v1/context`` (docs/api.md#context) with the next users of
+the traffic, each asking with its question as the last user turn and a 2,000-character
+budget; the phase's ``context`` holds its latency percentiles, codes and
+``p99_over_recall`` (the issue's target: the context call's p99 at most twice recall's,
+same rate, same run).
 """
 
 from __future__ import annotations
@@ -255,6 +262,7 @@ def serve_api(env: BenchStack) -> tuple[Any, uvicorn.Server, threading.Thread, s
 def _phases(
     url: str,
     bodies: list[dict[str, Any]],
+    contexts: list[dict[str, Any]] | None,
     sent: int,
     rates: list[float | None],
     clients: int,
@@ -265,7 +273,8 @@ def _phases(
     redis: Any,
 ) -> tuple[list[dict[str, Any]], int]:
     """One driven phase per rate, each going on along ``bodies`` where the last one
-    stopped (from ``sent``); returns the phases' results and the new ``sent``."""
+    stopped (from ``sent``), then, with ``contexts``, the context call at the same rate
+    along them (``_context_phase``); returns the phases' results and the new ``sent``."""
     results = []
     for r in rates:
         redis_before = _redis_counters(redis)
@@ -295,8 +304,42 @@ def _phases(
                 _redis_counters(redis).items(), redis_before.values(), strict=True
             )
         }
+        if contexts:
+            result["context"], done = _context_phase(
+                url, contexts, sent, r, clients, duration_s, key, cache, result["p99_ms"]
+            )
+            sent += done
         results.append(result)
     return results, sent
+
+
+def _context_phase(
+    url: str,
+    bodies: list[dict[str, Any]],
+    sent: int,
+    rate: float | None,
+    clients: int,
+    duration_s: float,
+    key: str,
+    cache: Any,
+    recall_p99_ms: float,
+) -> tuple[dict[str, Any], int]:
+    """The context call driven like the recall phase before it (same rate, clients and
+    duration), going on along the traffic from ``sent``; returns its figures and how
+    many it sent."""
+    hits, misses = cache.hits, cache.misses
+    at = sent % len(bodies)
+    context_url = url.rsplit("/", 1)[0] + "/context"
+    got = drive(context_url, bodies[at:] + bodies[:at], clients, rate, duration_s, key)
+    figures = {
+        "requests": got["requests"],
+        "per_s": got["recalls_per_s"],
+        **{k: got[k] for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms", "codes")},
+        "timeouts": got["codes"].get("50401", 0),
+        "hot_cache_hit_ratio": _cache_phase(cache, hits, misses)["hot_cache"]["hit_ratio"],
+        "p99_over_recall": round(got["p99_ms"] / recall_p99_ms, 2) if recall_p99_ms else None,
+    }
+    return figures, got["requests"]
 
 
 def _redis_counters(client: Any) -> dict[str, float]:
@@ -328,6 +371,7 @@ def bench_recall(
     session_len: int = 1,
     compare_fit: bool = False,
     paged: int = 0,
+    context: bool = True,
 ) -> dict[str, Any]:
     """Seed, serve, drive; one phase per entry of ``phases`` (default: just ``rate``).
 
@@ -335,7 +379,8 @@ def bench_recall(
     Redis on every call, set high enough never to refuse: what keys and limits cost.
     ``compare_fit``: then resize the cache to hold every user, load them all, and run the
     phases again (``fit_phases``): the ``fit_cache`` best case on the same seeded stores
-    and the same traffic, without seeding twice."""
+    and the same traffic, without seeding twice. ``context``: after each recall phase,
+    the context call at the same rate (module docstring)."""
     rng = random.Random(seed_value)
     budget = settings.hot_cache_budget_mb
     if paged < 0:
@@ -376,13 +421,18 @@ def bench_recall(
             drive(url, warm, min(clients, 4), 50.0, 3.0, key)
             asked = traffic(user_ids, 50_000, rng, zipf, session_len)
             bodies = [{"user_id": u, "query": _query(rng), "scope": scope} for u in asked]
+            contexts = [
+                {"user_id": b["user_id"], "scope": scope, "max_chars": 2000,
+                 "messages": [{"role": "user", "content": b["query"]}]}
+                for b in bodies
+            ] if context else None  # fmt: skip
             recaller = api_state(app).recaller
             assert recaller is not None  # served with the runtime's services
             batcher = recaller.batcher
             cache = env.runtime.cache
             redis = env.stores.redis.client
-            results, sent = _phases(url, bodies, 0, phases or [rate], clients, duration_s,
-                                    key, batcher, cache, redis)  # fmt: skip
+            results, sent = _phases(url, bodies, contexts, 0, phases or [rate], clients,
+                                    duration_s, key, batcher, cache, redis)  # fmt: skip
             fit_results: list[dict[str, Any]] = []
             warmed_fit = 0.0
             if compare_fit:
@@ -392,8 +442,9 @@ def bench_recall(
                     _warm(cache, user_ids[i : i + 50])
                 warmed_fit = time.monotonic() - started
                 settle()
-                fit_results, _ = _phases(url, bodies, sent, phases or [rate], clients,
-                                         duration_s, key, batcher, cache, redis)  # fmt: skip
+                fit_results, _ = _phases(url, bodies, contexts, sent, phases or [rate],
+                                         clients, duration_s, key, batcher, cache,
+                                         redis)  # fmt: skip
         finally:
             server.should_exit = True
             thread.join(15)
@@ -412,6 +463,7 @@ def bench_recall(
         "traffic": {"zipf": zipf, "session_len": session_len},
         "embedder": env.runtime.embedder.name,
         "auth": auth,
+        "context": context,
         "phases": results,
         **(
             {"fit_budget_mb": fitted, "fit_warm_s": round(warmed_fit, 1), "fit_phases": fit_results}

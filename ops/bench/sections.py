@@ -60,6 +60,14 @@ def _recall(r: dict[str, Any], out: Path) -> tuple[list[Row], list[str]]:
                              node.get("cpu_cores_mean"), node.get("rss_mb_max"),
                              f"timeouts {ph['timeouts']}, hot hit ratio "
                              f"{ph['hot_cache']['hit_ratio']}"))  # fmt: skip
+            if "context" in ph:  # the context call at the same rate, after the phase
+                ctx = ph["context"]
+                clat = _lat(ctx["p50_ms"], ctx["p95_ms"], ctx["p99_ms"], ctx["max_ms"])
+                lines.append(f"| context, {name} | {ctx['per_s']} | {clat} | {ctx['timeouts']} | "
+                             f"{ctx['hot_cache_hit_ratio']} | | |")  # fmt: skip
+                rows.append(_row(f"context {name}", f"{ctx['per_s']} calls/s", clat, None, None,
+                                 f"p99 {ctx['p99_over_recall']}x recall's, timeouts "
+                                 f"{ctx['timeouts']}"))  # fmt: skip
     lines.append("")
     lines += _image(charts.recall_latency(r, out / "recall-latency.png"), "recall latency vs load")
     return rows, lines

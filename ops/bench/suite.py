@@ -89,6 +89,7 @@ def passed(name: str, result: dict[str, Any]) -> bool:
         return False
     if name == "recall":
         phases = result["phases"] + result.get("fit_phases", [])
+        phases += [ph["context"] for ph in phases if "context" in ph]  # the context call's
         return not any(n for ph in phases for code, n in ph["codes"].items() if code != "0")
     ingest = result["ingest"] if name == "quality" else result
     if name in ("ingest", "quality"):

@@ -1,7 +1,7 @@
 """`memstream bench recall` on a tiny workload with a tiny hot cache: the users outnumber
-it, and the run reports the cold loads, the hot cache's hit ratio and the timeouts, and
-writes a report with its chart and the ratios to an earlier run — the harness, never
-the numbers."""
+it, and the run reports the cold loads, the hot cache's hit ratio and the timeouts, the
+context call's latency at the same rate after each phase, and writes a report with its
+chart and the ratios to an earlier run — the harness, never the numbers."""
 
 from __future__ import annotations
 
@@ -56,3 +56,12 @@ def test_a_tiny_budget_reports_cold_loads_and_timeouts(tmp_path: Path) -> None:
     assert result["fit_budget_mb"] > 1 and fit["hot_cache"]["users_held"] == 60
     assert fit["hot_cache"]["cold_loads"] == 0 and fit["hot_cache"]["hit_ratio"] == 1.0
     assert "fitted to every user" in done.stderr
+    # the context call after each phase, same rate: its figures beside recall's
+    assert result["context"] is True
+    for phase in result["phases"] + result["fit_phases"]:
+        ctx = phase["context"]
+        assert ctx["requests"] > 0 and ctx["p99_ms"] >= ctx["p50_ms"] > 0, ctx
+        assert ctx["codes"].get("0", 0) + ctx["timeouts"] == ctx["requests"], ctx
+        assert ctx["p99_over_recall"] == round(ctx["p99_ms"] / phase["p99_ms"], 2)
+    assert re.search(r"^\s+context, same rate: \d+ calls", done.stderr, re.M)
+    assert "| context, fixed 20.0/s |" in (path.parent / "report.md").read_text()
