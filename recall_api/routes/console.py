@@ -3,9 +3,11 @@
 The page is package data (``recall_api/static/console.html``): vanilla JS and inline CSS,
 nothing fetched from elsewhere, no build step. It holds no data: it is served to anyone,
 asks for the API key in the browser and sends it as ``Authorization: Bearer`` on every
-JSON call to the ordinary API (``user/list``, ``history``, ``change_log``, ``recall``),
-so it can see exactly what that key may see and nothing more. Its answers, refusals
-included, are the API's envelopes, shown as they come.
+JSON call to the ordinary API (``user/list``, ``history``, ``change_log``, ``recall``,
+``profile``, ``entities``, ``entity``), so it can see exactly what that key may see and
+nothing more. Its answers, refusals included, are the API's envelopes, shown as they
+come. As it opens it asks ``whoami`` with no key: only local mode answers, and then the
+page is connected without a click (docs/operations.md#console).
 
 The Content-Security-Policy allows only the page's own inline script and style (by their
 SHA-256, computed when the page is first served) and requests to this origin: memory

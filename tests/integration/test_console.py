@@ -230,6 +230,8 @@ def test_the_page_is_served_without_a_key_and_holds_no_data(base_url, keys, seed
 
 def test_a_wrong_key_shows_the_api_error(browser, base_url, seeded, user_id_module) -> None:
     _open(browser, base_url)
+    # keys are configured: the page does not connect by itself, it asks for one
+    assert _text(browser, "#identity") == "not connected" and _error_shown(browser) == ""
     _connect(browser, "msk_wrong_key_for_the_console")
     shown = _error_shown(browser)
     assert "40101" in shown and "missing, unknown or revoked API key" in shown, shown
@@ -335,6 +337,26 @@ def test_look_up_recall_history_and_change_log(
     assert "jasmine" in _text(browser, "#changelog")
     updates = len(_all(browser, "#changelog tr.change"))
     assert _text(browser, "#changelog-summary") == f"matching changes: {updates}"
+
+    # the entity graph of the user (the profile and graph panels: test_console_entities);
+    # an entity the Golf memory names opens a timeline where that memory is superseded
+    wait_for(lambda: _all(browser, "#entity-graph g.entity-node"), what="the entity graph")
+    listed = _ok(http.post("/memory/v1/user/list", json={"user_id": u}))["memories"]
+    named = next(m for m in listed["APP"]["app_chat"] if m["memory_id"] == golf)["entities"]
+    assert named, "the Golf memory names no entity"
+    browser.find_element(
+        "css selector",
+        f'#entity-graph g.entity-node[data-entity-id="{named[0]["entity_id"]}"] circle',
+    ).click()
+    wait_for(lambda: _all(browser, "#entity-timeline rect.tl-bar"), what="the entity's timeline")
+    bars = dict(
+        zip(
+            _attrs(browser, "#entity-timeline rect.tl-bar", "data-memory-id"),
+            _attrs(browser, "#entity-timeline rect.tl-bar", "data-status"),
+            strict=True,
+        )
+    )
+    assert bars[golf] == "SUPERSEDED" and "ACTIVE" in bars.values(), bars
 
     # no script or style was refused by the page's own Content-Security-Policy
     logs = [e["message"] for e in browser.get_log("browser")]
