@@ -264,3 +264,27 @@ def test_merge_into_an_unknown_entity_is_not_found(call, runtime, user_id) -> No
     got = _update(call, user_id, op="merge", entity_id=robert, into="e_nobody")
     assert got["code"] == 40401, got
     assert _links_of(runtime, user_id, m1)["Robert"]["entity_id"] == robert
+
+
+def test_corrections_hold_after_a_restart(call, runtime, user_id) -> None:
+    """The registry is rebuilt from the stored links when the index is loaded again: a
+    rewritten link keeps the words the memory said, so a renamed entity still answers
+    its old name and a merged one's names still reach the survivor."""
+    m1 = _add(call, user_id, "I had lunch with Anna in Paris.", app_id="appA")
+    m2 = _add(call, user_id, "I saw Robert at the market.", app_id="appA")
+    m3 = _add(call, user_id, "My neighbour Bob fixed my bike.", app_id="appA")
+    anna = _links_of(runtime, user_id, m1)["Anna"]["entity_id"]
+    robert = _links_of(runtime, user_id, m2)["Robert"]["entity_id"]
+    bob = _links_of(runtime, user_id, m3)["Bob"]["entity_id"]
+    assert _update(call, user_id, op="rename", entity_id=anna, name="Anna Smith")["code"] == 0
+    assert _update(call, user_id, op="merge", entity_id=bob, into=robert)["code"] == 0
+
+    runtime.cache.clear()  # the restart: the registry is gone with the index
+
+    later = _add(call, user_id, "I went to Rome with Anna and Bob.", app_id="appA")
+    links = {
+        x["entity_id"]: x["name"]
+        for x in runtime.memories.get(user_id, later, tenant="default").entities
+    }
+    assert links.get(anna) == "Anna Smith" and links.get(robert) == "Robert", links
+    assert bob not in links
