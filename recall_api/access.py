@@ -9,7 +9,10 @@ Every endpoint checks the key against the exact memories it touches:
   change_log): a named ``app_id`` must be one of the key's apps, and a GLOBAL write
   needs the ``global`` grant;
 * with no scope (user/list, change_log, history chains, tasks, entities, entity): only
-  what the key may see is answered.
+  what the key may see is answered;
+* entity/update: an entity the key may see (else 40401), a GLOBAL one only with the
+  ``global`` grant, and every memory it rewrites one the key may change (else 40101),
+  checked by the writer (``dataflows.ingest.entity_commands``).
 
 ``app`` keys: their apps' APP/SESSION memories, read of GLOBAL. ``admin`` keys: the
 whole of their tenant, nothing of another. Every check above runs inside the caller's
