@@ -375,6 +375,16 @@ def test_an_app_key_sees_its_apps_and_global_only(
     _type(browser, "user-id", str(user_id_module))
     _click(browser, "lookup")
     wait_for(lambda: _all(browser, "tr.memory"), what="the app key's view")
+    wait_for(lambda: _all(browser, "#entity-graph g.entity-node"), what="the app key's entities")
+    assert _error_shown(browser) == ""
+    # a profile of another app: the API's refusal, not another app's facts
+    _type(browser, "profile-app", "app_other")
+    _click(browser, "show-entities")
+    wait_for(lambda: _error_shown(browser), what="the profile's refusal")
+    assert "40101" in _error_shown(browser) and "app_other" in _error_shown(browser)
+    _type(browser, "profile-app", "app_chat")
+    _click(browser, "show-entities")
+    wait_for(lambda: "app app_chat" in _text(browser, "#profile-summary"), what="the app profile")
     assert _error_shown(browser) == ""
     # the query names another app: the API's refusal is shown, not an empty table
     _type(browser, "query", "tea")

@@ -186,6 +186,14 @@ def test_profile_entity_graph_and_timelines(browser, local_url, http, lin) -> No
     assert frozenset((ids["Marco"], ids["Porto"])) in edges
     assert frozenset((ids["Anna"], ids["Porto"])) not in edges
     assert "person" in _text(browser, "#entity-legend")
+    # the layout has no randomness: drawn again, every node is where it was
+    placed = _attrs(browser, "#entity-graph g.entity-node", "transform")
+    drawn = _attrs(browser, "#entity-graph", "data-drawn")
+    _click(browser, "show-entities")
+    wait_for(
+        lambda: _attrs(browser, "#entity-graph", "data-drawn") != drawn, what="the graph again"
+    )
+    assert _attrs(browser, "#entity-graph g.entity-node", "transform") == placed
 
     # the profile: items, each citing memories of this user
     wait_for(lambda: _all(browser, "#profile li.profile-item"), what="the profile")
