@@ -11,14 +11,18 @@ decides what of them to say, in what words and in what order:
   (EPISODIC; a time-bound one, ``expire_at`` set, least), important and heavier ones
   first, a fact said again (several source turns) over one said once, and what the user
   said lately over what they said long before their latest memories (recency counts
-  from the user's newest memory, not from the clock: a quiet user keeps a profile);
+  from the user's newest memory, not from the clock: a quiet user keeps a profile),
+  what they said first in a conversation (its opening names the topic) over what
+  followed, and a memory with words of its own over one that says little besides the
+  words most of the user's memories share (their name);
 - **compressed**: markup and spacing tidied; memories that say the same thing, or the
   same frame with other values, become one item as consolidation merges them
-  (:func:`core.compression.merged_text`); memories that share a leading frame ("Anna
-  likes …", "Anna likes …") are said once with their endings listed;
+  (:func:`core.compression.merged_text`); a memory whose leading frame ("Anna said on
+  2025-01-02:") a chosen item already says joins that item with its ending only;
 - **spread**: each source turn is paid for once (a memory whose turns are all cited
-  already adds little), near-duplicate wording and a third item about one entity lose
-  value, so the budget is not spent on ten tellings of one thing;
+  already adds little), a conversation already cited, near-duplicate wording and a
+  third item about one entity lose value (an entity most memories name, the user
+  themself, spreads nothing), so the budget is not spent on ten tellings of one thing;
 - **whole, in reading order**: items are chosen greedily by value per character and
   kept only when they fit ``max_chars`` whole, then read in the order chosen.
 
@@ -28,6 +32,7 @@ Deterministic: ties go by memory id.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -50,6 +55,8 @@ COMMON_SHARE = 0.2  # a word in more of the user's memories says nothing of one
 MIN_WORDS = 4  # content words a memory needs to say something at full value
 SIMILAR = 0.6  # token overlap (Jaccard) from which an item repeats a chosen one
 PER_ENTITY = 2  # items about one entity at full value; each further one at half
+OPENING = 1.5  # what the user said first in a conversation: its topic
+SESSION_SEEN = 0.7  # a conversation already cited: its next item is worth this share
 MERGE_MAX_CHARS = 320  # a merged item's text, at most
 FRAME_MIN_WORDS = 3  # words a shared leading frame needs to be said once
 
@@ -113,7 +120,7 @@ def telling(rec: MemoryRecord, newest: datetime, common: frozenset[str] = frozen
     if rec.is_important:
         value *= IMPORTANT
     value *= 1.0 + 0.25 * math.log(len(rec.msg_ids) or 1)
-    value *= min(1.0, len(set(tokenize(rec.content)) - common) / MIN_WORDS)
+    value *= min(1.0, len(_words(rec.content) - common) / MIN_WORDS)
     age = max((newest - rec.valid_at).total_seconds() / 86400.0, 0.0)
     return value * math.exp(-math.log(2) * age / HALF_LIFE_DAYS)
 
@@ -126,17 +133,58 @@ def plan_profile(
     if not live or max_chars <= 0:
         return []
     newest, common = max(r.valid_at for r in live), _common_words(live)
-    units = [_Unit(tidy(r.content), [r], telling(r, newest, common)) for r in live]
-    units = _frames(_merged(units))
-    return [_item(u) for u in _choose(units, max_chars)]
+    opening = _openings(live)
+    units = [
+        _Unit(
+            tidy(r.content),
+            [r],
+            telling(r, newest, common) * (OPENING if r.memory_id in opening else 1.0),
+        )
+        for r in live
+    ]
+    units = _merged(units)
+    everyone = _common_entities(live)
+    return [_item(u, everyone) for u in _choose(units, max_chars, everyone)]
 
 
 # ---------------------------------------------------------------------------- internals
+@functools.lru_cache(maxsize=16384)
+def _words(text: str) -> frozenset[str]:
+    """The text's content words (``core.lexical.tokenize``), remembered."""
+    return frozenset(tokenize(text))
+
+
+def _openings(records: Sequence[MemoryRecord]) -> set[str]:
+    """The memories of what the user said first in each conversation (the earliest
+    ``valid_at`` of a source session): an opening names what the session is about."""
+    first: dict[str, datetime] = {}
+    for r in records:
+        if r.source_session_id:
+            at = first.get(r.source_session_id)
+            first[r.source_session_id] = r.valid_at if at is None else min(at, r.valid_at)
+    return {
+        r.memory_id
+        for r in records
+        if r.source_session_id and r.valid_at == first[r.source_session_id]
+    }
+
+
+def _common_entities(records: Sequence[MemoryRecord]) -> frozenset[str]:
+    """Entities linked to more than COMMON_SHARE of the memories (at least 3): the user
+    themself, whose name the extractor links everywhere; they spread nothing."""
+    counts: dict[str, int] = {}
+    for r in records:
+        for eid in {e["entity_id"] for e in r.entities}:
+            counts[eid] = counts.get(eid, 0) + 1
+    floor = max(3, COMMON_SHARE * len(records))
+    return frozenset(e for e, n in counts.items() if n > floor)
+
+
 def _common_words(records: Sequence[MemoryRecord]) -> frozenset[str]:
     """Words in more than COMMON_SHARE of the memories (at least 3 of them)."""
     counts: dict[str, int] = {}
     for r in records:
-        for w in set(tokenize(r.content)):
+        for w in _words(r.content):
             counts[w] = counts.get(w, 0) + 1
     floor = max(3, COMMON_SHARE * len(records))
     return frozenset(w for w, n in counts.items() if n > floor)
@@ -161,31 +209,6 @@ def _merged(units: list[_Unit]) -> list[_Unit]:
     return out + [u for i, u in enumerate(units) if i not in taken and u.text]
 
 
-def _frames(units: list[_Unit]) -> list[_Unit]:
-    """Units sharing a leading frame of words ("Anna said on 2025-01-02:") said once:
-    the frame, then each one's ending, joined with "; "."""
-    by_frame: dict[str, list[_Unit]] = {}
-    for u in units:
-        frame = _frame(u.text)
-        if frame:
-            by_frame.setdefault(frame.casefold(), []).append(u)
-    out: list[_Unit] = []
-    grouped: set[int] = set()
-    for _, group in sorted(by_frame.items()):
-        if len(group) < 2:
-            continue
-        group.sort(key=lambda u: (u.members[0].valid_at, u.memory_ids))
-        frame = _frame(group[0].text) or ""
-        rests = [u.text[len(frame) :].strip(" :,;").rstrip(_TRAILING) for u in group]
-        text = frame.rstrip() + " " + "; ".join(r for r in rests if r)
-        if len(text) > MERGE_MAX_CHARS:
-            continue  # said one by one instead
-        grouped.update(id(u) for u in group)
-        members = [m for u in group for m in u.members]
-        out.append(_Unit(text, members, _group_value([u.value for u in group])))
-    return out + [u for u in units if id(u) not in grouped]
-
-
 def _frame(text: str) -> str | None:
     """The leading frame of ``text``: its words up to a colon that ends a lead of at
     least FRAME_MIN_WORDS words ("Anna said on 2025-01-02:"), else None."""
@@ -201,56 +224,92 @@ def _group_value(values: Sequence[float]) -> float:
     return best + 0.5 * (sum(values) - best)
 
 
-def _choose(units: list[_Unit], max_chars: int) -> list[_Unit]:
-    """Greedy by value per character, spread (module docstring), fitting whole."""
+def _choose(units: list[_Unit], max_chars: int, everyone: frozenset[str]) -> list[_Unit]:
+    """Greedy by value per character, spread (module docstring), fitting whole. A unit
+    whose leading frame an item already says joins that item, costing only its ending.
+    What a choice changes for the others (their turns cited, a wording repeated, an
+    entity's count) is noted once per choice, so a round costs one pass over the pool."""
     pool = sorted(units, key=lambda u: u.memory_ids)
+    msgs = [u.msg_ids for u in pool]
+    words = [_words(u.text) for u in pool]
+    ents = [_entity(u, everyone) for u in pool]
+    sessions = [{m.source_session_id for m in u.members if m.source_session_id} for u in pool]
+    heard: set[str] = set()
+    frames = [_frame(u.text) for u in pool]
+    repeated = [False] * len(pool)
+    left = set(range(len(pool)))
     chosen: list[_Unit] = []
+    said: dict[str, int] = {}  # a frame (folded) -> the chosen item that says it
     cited: set[str] = set()
-    entities: dict[str, int] = {}
-    words: list[frozenset[str]] = []
+    about: dict[str, int] = {}
     used = 0
-    while pool:
-        best, best_score = -1, 0.0
-        for n, u in enumerate(pool):
-            if used + len(u.text) > max_chars:
+    while left:
+        best, best_score, best_join, best_cost = -1, 0.0, -1, 0
+        for n in sorted(left):
+            u, join = pool[n], -1
+            cost = len(u.text)
+            frame = frames[n]
+            if frame is not None and frame.casefold() in said:
+                join = said[frame.casefold()]
+                tail = _ending(u.text, frame)
+                if len(chosen[join].text) + 2 + len(tail) <= MERGE_MAX_CHARS:
+                    cost = 2 + len(tail)
+                else:
+                    join = -1
+            if used + cost > max_chars:
                 continue
-            score = _spread(u, cited, entities, words) / (len(u.text) + ITEM_OVERHEAD)
+            new = sum(1 for m in msgs[n] if m not in cited) / len(msgs[n]) if msgs[n] else 1.0
+            value = u.value * (0.15 + 0.85 * new) * (0.2 if repeated[n] else 1.0)
+            if sessions[n] and sessions[n] <= heard:
+                value *= SESSION_SEEN
+            ent = ents[n]
+            if ent and about.get(ent, 0) >= PER_ENTITY:
+                value *= 0.5 ** (about[ent] - PER_ENTITY + 1)
+            score = value / (cost + ITEM_OVERHEAD)
             if score > best_score:
-                best, best_score = n, score
+                best, best_score, best_join, best_cost = n, score, join, cost
         if best < 0:
             break
-        u = pool.pop(best)
-        chosen.append(u)
-        used += len(u.text)
-        cited.update(u.msg_ids)
-        words.append(frozenset(tokenize(u.text)))
-        ent = _entity(u)
-        if ent:
-            entities[ent] = entities.get(ent, 0) + 1
+        left.discard(best)
+        u = pool[best]
+        if best_join >= 0:
+            host = chosen[best_join]
+            frame = frames[best] or ""
+            chosen[best_join] = _Unit(
+                host.text + "; " + _ending(u.text, frame), host.members + u.members, host.value
+            )
+        else:
+            chosen.append(u)
+            if frames[best] is not None:
+                said.setdefault((frames[best] or "").casefold(), len(chosen) - 1)
+        used += best_cost
+        cited.update(msgs[best])
+        heard.update(sessions[best])
+        if (ent := ents[best]) is not None:
+            about[ent] = about.get(ent, 0) + 1
+        mine = words[best]
+        for n in left:
+            if not repeated[n] and words[n] and _similar(words[n], mine):
+                repeated[n] = True
     return chosen
 
 
-def _spread(
-    u: _Unit, cited: set[str], entities: dict[str, int], words: list[frozenset[str]]
-) -> float:
-    """The unit's value given what is chosen already."""
-    msg = u.msg_ids
-    new = sum(1 for m in msg if m not in cited) / len(msg) if msg else 1.0
-    value = u.value * (0.15 + 0.85 * new)
-    mine = frozenset(tokenize(u.text))
-    if mine and any(len(mine & w) / len(mine | w) >= SIMILAR for w in words):
-        value *= 0.2
-    ent = _entity(u)
-    if ent and entities.get(ent, 0) >= PER_ENTITY:
-        value *= 0.5 ** (entities[ent] - PER_ENTITY + 1)
-    return value
+def _ending(text: str, frame: str) -> str:
+    """What ``text`` says after its leading ``frame``."""
+    return text[len(frame) :].strip(" :,;").rstrip(_TRAILING)
 
 
-def _entity(u: _Unit) -> str | None:
-    """The entity every member names (its id), when there is one."""
+def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Worded alike: SIMILAR of their words together are shared."""
+    return len(a & b) >= SIMILAR * len(a | b)
+
+
+def _entity(u: _Unit, everyone: frozenset[str]) -> str | None:
+    """The entity every member names (its id), when there is one besides those most of
+    the user's memories name (``everyone``: the user themself)."""
     common: set[str] | None = None
     for m in u.members:
-        ids = {e["entity_id"] for e in m.entities}
+        ids = {e["entity_id"] for e in m.entities} - everyone
         common = ids if common is None else common & ids
     return min(common) if common else None
 
@@ -263,6 +322,6 @@ def _entity_name(u: _Unit, entity_id: str) -> str:
     return entity_id
 
 
-def _item(u: _Unit) -> ProfileItem:
-    ent = _entity(u)
+def _item(u: _Unit, everyone: frozenset[str]) -> ProfileItem:
+    ent = _entity(u, everyone)
     return ProfileItem(u.text, u.memory_ids, u.msg_ids, _entity_name(u, ent) if ent else None)

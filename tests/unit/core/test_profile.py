@@ -121,10 +121,32 @@ def test_items_about_one_entity_are_spread_and_name_it():
     anna = [mem(f"Anna {what}", entity="Anna") for what in (
         "paints watercolours of birds on weekends", "teaches maths at a secondary school",
         "runs a small bakery in the old town", "plays tennis with her neighbours often")]  # fmt: skip
-    ben = mem("Ben studies marine biology at the university", entity="Ben")
-    items = plan_profile([*anna, ben], 150, now=NOW)
+    ben = mem("Ben studies marine biology at the university", entity="Ben", weight=0.5)
+    rest = [mem(f"User keeps {n} fish tanks and {n} ferns in the kitchen", weight=0.3)
+            for n in range(2, 20)]  # fmt: skip
+    items = plan_profile([*anna, ben, *rest], 160, now=NOW)
     assert ben.memory_id in [m for i in items for m in i.memory_ids]
     assert {i.entity for i in items} == {"Anna", "Ben"}
+
+
+def test_the_user_named_in_every_memory_neither_labels_nor_limits_items():
+    me = [mem(f"Sam {what}", entity="Sam") for what in (
+        "paints watercolours of birds on weekends", "teaches maths at a secondary school",
+        "runs a small bakery in the old town", "plays tennis with the neighbours often")]  # fmt: skip
+    items = plan_profile(me, 2000, now=NOW)
+    assert len(items) == 4 and {i.entity for i in items} == {None}
+
+
+def test_a_conversations_opening_beats_what_follows_it_and_conversations_are_spread():
+    opening = mem("User wants to plan a family trip to the Maldives", days_ago=1.01)
+    after = [mem(f"User thinks the {w} villa looks nice enough", days_ago=1.0)
+             for w in ("beach", "garden")]  # fmt: skip
+    other = mem("User is learning to play the cello slowly", days_ago=3)
+    for r in (opening, *after):
+        r.source_session_id = "s1"
+    other.source_session_id = "s2"
+    items = plan_profile([*after, other, opening], 100, now=NOW)
+    assert {i.memory_ids[0] for i in items} == {opening.memory_id, other.memory_id}
 
 
 def test_a_shared_leading_frame_is_said_once():
@@ -132,8 +154,12 @@ def test_a_shared_leading_frame_is_said_once():
     quotes = [mem(f"{day} {q}", mem_type=MemType.EPISODIC, msg=f"s9-t{k}")
               for k, q in enumerate(("the oven is broken", "we need a plumber"))]  # fmt: skip
     items = plan_profile(quotes, 2000, now=NOW)
-    assert texts(items) == ["Mia said on 2026-02-27: the oven is broken; we need a plumber"]
-    assert items[0].msg_ids == ("s9-t0", "s9-t1")
+    assert len(items) == 1 and items[0].text.count(day) == 1
+    assert set(items[0].text[len(day) :].strip().split("; ")) == {
+        "the oven is broken",
+        "we need a plumber",
+    }
+    assert set(items[0].msg_ids) == {"s9-t0", "s9-t1"} and len(items[0].memory_ids) == 2
 
 
 def test_markup_is_tidied():
