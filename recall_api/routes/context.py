@@ -3,10 +3,11 @@ profile, the memories relevant to the turn and the entities it names, as items w
 their sources and one rendered ``text`` that fits ``max_chars``
 (docs/architecture.md#the-context-call).
 
-Three reads, each the one its own endpoint makes, so the context says nothing they would
+Three reads, each by its own endpoint's rules, so the context says nothing they would
 not: the profile's records (``routes.profile.scope_records``: the ACTIVE memories of the
-scope the key may read, computed on read, so a deleted memory is out the moment its
-delete returns), recall (``routes.recall.recall_params`` and the recaller, the query
+scope the key may read, taken from the hot cache when it holds the user, which recall
+also searches and every write and delete keeps current, else from the store; so a
+deleted memory is out the moment its delete returns), recall (``routes.recall.recall_params`` and the recaller, the query
 being ``query`` or else the last user turns, trimmed) and the entities, resolved among
 the profile's records as ingest resolves them (``core.entity_resolution``). The records
 load while recall runs. Neither ``messages`` nor ``query``: no recall, the profile and
@@ -25,16 +26,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 
 from fastapi import APIRouter, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from core import record_codec
+from core.context import Context as Planned
 from core.context import ContextItem as Line
 from core.context import EntityNote, assemble, turn_query
 from core.entity_resolution import EntityRegistry
 from core.entity_view import aggregate
-from core.profile import plan_profile
+from core.profile import ProfileItem, plan_profile
 from models.rules.entities import extract_entities
 from recall_api.access import Caller
 from recall_api.deps import CallerDep, RecallerDep, ServicesDep
@@ -102,23 +106,62 @@ def _notes(
     return notes
 
 
+def _held(svc: Services, user_id: int, tenant: str) -> list[MemoryRecord] | None:
+    """The user's ACTIVE memories as the hot cache holds them (what recall searches, kept
+    current by every write and delete), or None when the user is not held: decoding a
+    held user (~7 us a memory) costs a tenth of reading the store."""
+    idx = svc.cache.peek(user_id, tenant=tenant)
+    if idx is None:
+        return None
+    with idx.lock:  # the bytes under the lock, decoded after it (as recall does)
+        blobs = [idx.blob(m) for m in list(idx.columns.ids)]
+    return [record_codec.decode(b) for b in blobs if b is not None]
+
+
+def _profile(
+    svc: Services, caller: Caller, body: ContextRequest, now: datetime
+) -> tuple[list[MemoryRecord], list[ProfileItem]]:
+    """The scope's records (the profile route's rules, from the hot cache when it holds
+    the user) and their profile, planned with the whole budget."""
+    held = partial(_held, svc, body.user_id, caller.tenant)
+    records = scope_records(svc, caller, body.user_id, body.scope, EMPTY, held)
+    return records, plan_profile(records, body.max_chars, now=now)
+
+
+def _compose(
+    records: Sequence[MemoryRecord],
+    profile: Sequence[ProfileItem],
+    recalled: Sequence[MemoryRecord],
+    query: str | None,
+    caller: Caller,
+    body: ContextRequest,
+    now: datetime,
+) -> Planned:
+    """The entities named, then the items kept and the text (``core.context``)."""
+    notes = _notes(records, recalled, query, caller, body)
+    return assemble(profile, recalled, notes, body.max_chars, now=now)
+
+
 @router.post("/context", response_model=Envelope[Context])
 async def context(
     body: ContextRequest, svc: ServicesDep, recaller: RecallerDep, caller: CallerDep
 ) -> Response:
-    """The context for the agent's next turn within ``max_chars`` (module docstring)."""
+    """The context for the agent's next turn within ``max_chars`` (module docstring).
+    The profile is read and planned on a worker thread while recall runs; the rest is
+    planned on a worker thread too, never on the event loop every request shares."""
     caller.check_app(body.scope.app_id)
     turns = [(t.role.value, t.content) for t in body.messages or []]
     query = body.query or turn_query(turns)
-    load = run_in_threadpool(scope_records, svc, caller, body.user_id, body.scope, EMPTY)
-    if query:
-        records, recalled = await asyncio.gather(load, _recall(svc, recaller, caller, body, query))
-    else:
-        records, recalled = await load, []
     now = datetime.now(UTC)
-    profile = plan_profile(records, body.max_chars, now=now)
-    notes = _notes(records, recalled, query, caller, body)
-    made = assemble(profile, recalled, notes, body.max_chars, now=now)
+    planned = run_in_threadpool(_profile, svc, caller, body, now)
+    recalled: list[MemoryRecord] = []
+    if query:
+        (records, profile), recalled = await asyncio.gather(
+            planned, _recall(svc, recaller, caller, body, query)
+        )
+    else:
+        records, profile = await planned
+    made = await run_in_threadpool(_compose, records, profile, recalled, query, caller, body, now)
     if body.count_hit and recalled:  # off this thread, as recall's (recall_api.hits)
         shown = {m for i in made.items for m in i.memory_ids}
         hits = [r.memory_id for r in recalled if r.memory_id in shown]

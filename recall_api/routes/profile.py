@@ -15,7 +15,7 @@ matches it). The choice and the words are the pure planner's (``core.profile``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Response
@@ -40,10 +40,17 @@ EMPTY: dict[str, object] = {"items": [], "chars_used": 0, "updated_at": None}
 
 
 def scope_records(
-    svc: Services, caller: Caller, user_id: int, scope: ViewScope, empty: object = EMPTY
+    svc: Services,
+    caller: Caller,
+    user_id: int,
+    scope: ViewScope,
+    empty: object = EMPTY,
+    held: Callable[[], list[MemoryRecord] | None] | None = None,
 ) -> list[MemoryRecord]:
     """The ACTIVE memories of ``scope`` this key may read (also the context call's,
-    ``recall_api.routes.context``); a switched-off user: 40301 with ``empty`` as data."""
+    ``recall_api.routes.context``); a switched-off user: 40301 with ``empty`` as data.
+    ``held``: the user's ACTIVE memories as a cache holds them (the context call's hot
+    index), or None to read the store."""
     caller.check_app(scope.app_id)
     request = ScopeRequest(
         user_id=user_id,
@@ -57,8 +64,10 @@ def scope_records(
         raise ApiError(ErrorCode(exc.code), str(exc), empty) from None
     if pred.is_empty:
         return []
-    rows = svc.memories.load(user_id, statuses=[Status.ACTIVE], tenant=caller.tenant)
-    return [r for r in caller.visible(rows) if pred.matches(r)]
+    rows = held() if held is not None else None
+    if rows is None:
+        rows = svc.memories.load(user_id, statuses=[Status.ACTIVE], tenant=caller.tenant)
+    return [r for r in caller.visible(rows) if r.status is Status.ACTIVE and pred.matches(r)]
 
 
 def _about(records: Sequence[MemoryRecord], entity: str) -> list[MemoryRecord]:

@@ -227,3 +227,17 @@ def test_bad_bodies_answer_40001_and_a_switched_off_user_40301(call, user_id) ->
     for body in ({}, {"query": "tea"}, {"messages": [{"role": "user", "content": "tea"}]}):
         reply = call("admin", "context", {"user_id": user_id, "scope": {"app_id": "appA"}, **body})
         assert reply["code"] == 40301 and reply["data"] == EMPTY, reply
+
+
+def test_the_same_context_from_the_hot_cache_and_from_the_store(call, runtime, user_id) -> None:
+    _seed(call, user_id)
+    body = {"scope": {"app_id": "appA"}, "max_chars": 800, "count_hit": False}
+    runtime.cache.invalidate(user_id, tenant="default")
+    assert runtime.cache.peek(user_id, tenant="default") is None
+    from_store = _context(call, "A", user_id, **body)  # no query: nothing loads the user
+    assert runtime.cache.peek(user_id, tenant="default") is None
+    recalled = call(
+        "A", "recall", {"user_id": user_id, "query": "Anna", "scope": {"app_id": "appA"}}
+    )
+    assert recalled["code"] == 0 and runtime.cache.peek(user_id, tenant="default") is not None
+    assert _context(call, "A", user_id, **body) == from_store and from_store["items"]
