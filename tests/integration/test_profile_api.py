@@ -127,3 +127,21 @@ def test_an_unknown_entity_gives_an_empty_profile(http, keys, user_id):
     body = {"user_id": user_id, "scope": {"app_id": "appA"}, "entity": "Nobody-At-All"}
     reply = _call(http, keys, "admin", PROFILE, body)
     assert reply["code"] == 0 and reply["data"]["items"] == []
+
+
+def test_entity_narrows_the_profile_to_the_memories_naming_it(http, keys, user_id):
+    said = {}
+    for text in ("My sister Anna lives in Lyon", "Every Sunday Anna plays chess with me",
+                 "I like green tea with jasmine"):  # fmt: skip
+        body = {"user_id": user_id, "level": "GLOBAL", "content": text}
+        reply = _call(http, keys, "admin", "/memory/v1/add_structured", body)
+        assert reply["code"] == 0, reply
+        said[text] = reply["data"]["memory_id"]
+    anna = {said["My sister Anna lives in Lyon"], said["Every Sunday Anna plays chess with me"]}
+    by_name = _call(http, keys, "A", PROFILE, {"user_id": user_id, "entity": "anna"})
+    assert _cited(by_name) == anna
+    assert {i["entity"] for i in by_name["data"]["items"]} <= {"Anna", None}
+    listed = _call(http, keys, "A", "/memory/v1/entities", {"user_id": user_id})
+    eid = next(e["entity_id"] for e in listed["data"]["entities"] if e["name"] == "Anna")
+    by_id = _call(http, keys, "A", PROFILE, {"user_id": user_id, "entity": eid})
+    assert _cited(by_id) == anna
