@@ -145,3 +145,15 @@ def test_entity_narrows_the_profile_to_the_memories_naming_it(http, keys, user_i
     eid = next(e["entity_id"] for e in listed["data"]["entities"] if e["name"] == "Anna")
     by_id = _call(http, keys, "A", PROFILE, {"user_id": user_id, "entity": eid})
     assert _cited(by_id) == anna
+
+
+def test_switches_hold_for_the_profile(http, keys, user_id):
+    ids = _seed(http, keys, user_id)
+    body = {"user_id": user_id, "scope": {"app_id": "appA"}}
+    off = {"user_id": user_id, "app_id": "appA", "enabled": False}
+    assert _call(http, keys, "A", "/memory/v1/switch", off)["code"] == 0
+    assert _cited(_call(http, keys, "A", PROFILE, body)) == {ids["G"]}
+    everything = {"user_id": user_id, "enabled": False}
+    assert _call(http, keys, "admin", "/memory/v1/switch", everything)["code"] == 0
+    reply = _call(http, keys, "A", PROFILE, body)
+    assert reply["code"] == 40301 and reply["data"]["items"] == []
