@@ -33,6 +33,7 @@ Deterministic: ties go by memory id.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 import re
 import unicodedata
@@ -227,71 +228,128 @@ def _group_value(values: Sequence[float]) -> float:
 def _choose(units: list[_Unit], max_chars: int, everyone: frozenset[str]) -> list[_Unit]:
     """Greedy by value per character, spread (module docstring), fitting whole. A unit
     whose leading frame an item already says joins that item, costing only its ending.
-    What a choice changes for the others (their turns cited, a wording repeated, an
-    entity's count) is noted once per choice, so a round costs one pass over the pool."""
+
+    Lazily: a unit's value only falls as others are chosen and its cost is at least its
+    cheapest (joined, when it has a frame), so value over cheapest cost bounds its score
+    from above; each round prices units from the highest bound down until the best
+    price found beats every bound left, instead of pricing the whole pool."""
     pool = sorted(units, key=lambda u: u.memory_ids)
-    msgs = [u.msg_ids for u in pool]
-    words = [_words(u.text) for u in pool]
-    ents = [_entity(u, everyone) for u in pool]
-    sessions = [{m.source_session_id for m in u.members if m.source_session_id} for u in pool]
-    heard: set[str] = set()
-    frames = [_frame(u.text) for u in pool]
-    repeated = [False] * len(pool)
-    left = set(range(len(pool)))
-    chosen: list[_Unit] = []
-    said: dict[str, int] = {}  # a frame (folded) -> the chosen item that says it
-    cited: set[str] = set()
-    about: dict[str, int] = {}
-    used = 0
-    while left:
-        best, best_score, best_join, best_cost = -1, 0.0, -1, 0
-        for n in sorted(left):
-            u, join = pool[n], -1
-            cost = len(u.text)
-            frame = frames[n]
-            if frame is not None and frame.casefold() in said:
-                join = said[frame.casefold()]
-                tail = _ending(u.text, frame)
-                if len(chosen[join].text) + 2 + len(tail) <= MERGE_MAX_CHARS:
-                    cost = 2 + len(tail)
-                else:
-                    join = -1
-            if used + cost > max_chars:
+    st = _State(pool, everyone)
+    heap = [(-st.bound(n), n) for n in range(len(pool))]
+    heapq.heapify(heap)
+    parked: dict[str, list[int]] = {}  # a frame not said yet -> units that fit only joined
+    while heap:
+        best, best_price = -1, None
+        popped: list[int] = []
+        while heap and (best_price is None or best_price[0] <= -heap[0][0]):
+            _, n = heapq.heappop(heap)
+            if n not in st.left or n in popped:
                 continue
-            new = sum(1 for m in msgs[n] if m not in cited) / len(msgs[n]) if msgs[n] else 1.0
-            value = u.value * (0.15 + 0.85 * new) * (0.2 if repeated[n] else 1.0)
-            if sessions[n] and sessions[n] <= heard:
-                value *= SESSION_SEEN
-            ent = ents[n]
-            if ent and about.get(ent, 0) >= PER_ENTITY:
-                value *= 0.5 ** (about[ent] - PER_ENTITY + 1)
-            score = value / (cost + ITEM_OVERHEAD)
-            if score > best_score:
-                best, best_score, best_join, best_cost = n, score, join, cost
-        if best < 0:
+            price = st.price(n, max_chars)
+            if price is None:
+                frame = st.frames[n]
+                if (
+                    frame is not None
+                    and frame.casefold() not in st.said
+                    and st.fits_joined(n, max_chars)
+                ):
+                    parked.setdefault(frame.casefold(), []).append(n)
+                continue  # never fits again otherwise: the budget left only shrinks
+            popped.append(n)
+            if best_price is None or (price[0], -n) > (best_price[0], -best):
+                best, best_price = n, price
+        if best_price is None:
             break
-        left.discard(best)
-        u = pool[best]
-        if best_join >= 0:
-            host = chosen[best_join]
-            frame = frames[best] or ""
-            chosen[best_join] = _Unit(
-                host.text + "; " + _ending(u.text, frame), host.members + u.members, host.value
-            )
+        for n in popped:
+            if n != best:
+                heapq.heappush(heap, (-st.bound(n), n))
+        st.take(best, best_price)  # the bounds left in the heap stay bounds: values only fall
+        for n in parked.pop(st.new_frame, []) if st.new_frame else []:
+            heapq.heappush(heap, (-st.bound(n), n))
+    return st.chosen
+
+
+class _State:
+    """What is chosen so far and what it changes for the rest (see ``_choose``)."""
+
+    def __init__(self, pool: list[_Unit], everyone: frozenset[str]) -> None:
+        self.pool = pool
+        self.msgs = [u.msg_ids for u in pool]
+        self.words = [_words(u.text) for u in pool]
+        self.ents = [_entity(u, everyone) for u in pool]
+        self.sessions = [
+            {m.source_session_id for m in u.members if m.source_session_id} for u in pool
+        ]
+        self.frames = [_frame(u.text) for u in pool]
+        self.cheapest = [
+            len(u.text) if f is None else min(len(u.text), 2 + len(_ending(u.text, f)))
+            for u, f in zip(pool, self.frames, strict=True)
+        ]
+        self.repeated = [False] * len(pool)
+        self.left = set(range(len(pool)))
+        self.chosen: list[_Unit] = []
+        self.said: dict[str, int] = {}  # a frame (folded) -> the chosen item that says it
+        self.cited: set[str] = set()
+        self.heard: set[str] = set()
+        self.about: dict[str, int] = {}
+        self.used = 0
+        self.new_frame = ""  # the frame the last choice began to say, if any
+
+    def value(self, n: int) -> float:
+        """The unit's value given what is chosen already."""
+        msgs = self.msgs[n]
+        new = sum(1 for m in msgs if m not in self.cited) / len(msgs) if msgs else 1.0
+        value = self.pool[n].value * (0.15 + 0.85 * new) * (0.2 if self.repeated[n] else 1.0)
+        if self.sessions[n] and self.sessions[n] <= self.heard:
+            value *= SESSION_SEEN
+        ent = self.ents[n]
+        if ent and self.about.get(ent, 0) >= PER_ENTITY:
+            value *= 0.5 ** (self.about[ent] - PER_ENTITY + 1)
+        return value
+
+    def bound(self, n: int) -> float:
+        return self.value(n) / (self.cheapest[n] + ITEM_OVERHEAD)
+
+    def fits_joined(self, n: int, max_chars: int) -> bool:
+        return self.used + self.cheapest[n] <= max_chars
+
+    def price(self, n: int, max_chars: int) -> tuple[float, int, int] | None:
+        """(score, the item it joins or -1, its cost), or None when it does not fit."""
+        u, join, cost, frame = self.pool[n], -1, len(self.pool[n].text), self.frames[n]
+        if frame is not None and frame.casefold() in self.said:
+            join = self.said[frame.casefold()]
+            tail = _ending(u.text, frame)
+            if len(self.chosen[join].text) + 2 + len(tail) <= MERGE_MAX_CHARS:
+                cost = 2 + len(tail)
+            else:
+                join = -1
+        if self.used + cost > max_chars:
+            return None
+        return self.value(n) / (cost + ITEM_OVERHEAD), join, cost
+
+    def take(self, n: int, price: tuple[float, int, int]) -> None:
+        """Choose unit ``n`` at ``price`` and note what it changes for the rest."""
+        _, join, cost = price
+        self.left.discard(n)
+        u, frame = self.pool[n], self.frames[n]
+        self.new_frame = ""
+        if join >= 0:
+            host = self.chosen[join]
+            text = host.text + "; " + _ending(u.text, frame or "")
+            self.chosen[join] = _Unit(text, host.members + u.members, host.value)
         else:
-            chosen.append(u)
-            if frames[best] is not None:
-                said.setdefault((frames[best] or "").casefold(), len(chosen) - 1)
-        used += best_cost
-        cited.update(msgs[best])
-        heard.update(sessions[best])
-        if (ent := ents[best]) is not None:
-            about[ent] = about.get(ent, 0) + 1
-        mine = words[best]
-        for n in left:
-            if not repeated[n] and words[n] and _similar(words[n], mine):
-                repeated[n] = True
-    return chosen
+            self.chosen.append(u)
+            if frame is not None and frame.casefold() not in self.said:
+                self.said[frame.casefold()] = len(self.chosen) - 1
+                self.new_frame = frame.casefold()
+        self.used += cost
+        self.cited.update(self.msgs[n])
+        self.heard.update(self.sessions[n])
+        if (ent := self.ents[n]) is not None:
+            self.about[ent] = self.about.get(ent, 0) + 1
+        for k in self.left:
+            if not self.repeated[k] and self.words[k] and _similar(self.words[k], self.words[n]):
+                self.repeated[k] = True
 
 
 def _ending(text: str, frame: str) -> str:
