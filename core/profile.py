@@ -358,8 +358,13 @@ def _ending(text: str, frame: str) -> str:
 
 
 def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Worded alike: SIMILAR of their words together are shared."""
-    return len(a & b) >= SIMILAR * len(a | b)
+    """Worded alike: SIMILAR of their words together are shared (never when one has
+    fewer than SIMILAR of the other's words: the sizes alone rule it out)."""
+    la, lb = len(a), len(b)
+    if min(la, lb) < SIMILAR * max(la, lb):
+        return False
+    shared = len(a & b)
+    return shared >= SIMILAR * (la + lb - shared)
 
 
 def _entity(u: _Unit, everyone: frozenset[str]) -> str | None:
