@@ -63,6 +63,7 @@ FRAME_MIN_WORDS = 3  # words a shared leading frame needs to be said once
 
 _MARKUP = re.compile(r"^[\s>*\-•#]+|[*_`]{2,}|^\d+[.)]\s+")
 _SPACES = re.compile(r"\s+")
+_LEAD = re.compile(r"([^:]{1,60}):\s")
 _TRAILING = " \t\n.;,。；，"
 
 
@@ -212,11 +213,13 @@ def _merged(units: list[_Unit]) -> list[_Unit]:
 
 def _frame(text: str) -> str | None:
     """The leading frame of ``text``: its words up to a colon that ends a lead of at
-    least FRAME_MIN_WORDS words ("Anna said on 2025-01-02:"), else None."""
-    head, colon, rest = text.partition(":")
-    if not colon or not rest.strip() or len(head) > 60 or len(head.split()) < FRAME_MIN_WORDS:
+    least FRAME_MIN_WORDS words ("Anna said on 2025-01-02:"), else None. The colon
+    ends a lead only when a space follows it: "wakes at 6:30" and a URL have none."""
+    lead = _LEAD.match(text)
+    if lead is None or not text[lead.end() :].strip():
         return None
-    return head + colon
+    head = lead.group(1)
+    return head + ":" if len(head.split()) >= FRAME_MIN_WORDS else None
 
 
 def _group_value(values: Sequence[float]) -> float:

@@ -191,3 +191,12 @@ def test_recent_memories_beat_old_ones_and_the_plan_is_deterministic():
     first = plan_profile(records, 2000, now=NOW)
     assert first[0].memory_ids == (new.memory_id,)
     assert plan_profile(list(reversed(records)), 2000, now=NOW) == first
+
+
+def test_a_time_or_a_link_is_no_frame():
+    times = [mem("User wakes up at 6:30 on weekdays"), mem("User wakes up at 6:45 on weekends")]
+    links = [mem("User reads the blog https://a.example daily"),
+             mem("User reads the blog https://b.example weekly")]  # fmt: skip
+    items = plan_profile([*times, *links], 2000, now=NOW)
+    assert {len(i.memory_ids) for i in items} == {1}
+    assert set(texts(items)) == {tidy(r.content) for r in [*times, *links]}
