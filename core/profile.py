@@ -61,7 +61,7 @@ SESSION_SEEN = 0.7  # a conversation already cited: its next item is worth this 
 MERGE_MAX_CHARS = 320  # a merged item's text, at most
 FRAME_MIN_WORDS = 3  # words a shared leading frame needs to be said once
 
-_MARKUP = re.compile(r"^[\s>*\-•#]+|[*_`]{2,}|^\d+[.)]\s+")
+_MARKUP = re.compile(r"^\s*(?:[>*\-•#]+\s+)+|\*{2,}|`{2,}|^\d+[.)]\s+")
 _SPACES = re.compile(r"\s+")
 _LEAD = re.compile(r"([^:]{1,60}):\s")
 _TRAILING = " \t\n.;,。；，"
@@ -108,7 +108,6 @@ def tidy(text: str) -> str:
     """The memory's words without list markup, emphasis or runs of spaces."""
     text = unicodedata.normalize("NFKC", text)
     text = _MARKUP.sub("", text)
-    text = text.replace("**", "").replace("__", "")
     return _SPACES.sub(" ", text).strip().rstrip(_TRAILING)
 
 

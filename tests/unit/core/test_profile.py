@@ -168,6 +168,8 @@ def test_markup_is_tidied():
         == "Work pressure: long hours at the bank"
     )
     assert tidy("1. User likes tea;") == "User likes tea"
+    assert tidy("- User keeps __init__ files tidy") == "User keeps __init__ files tidy"
+    assert tidy("-20% off made User buy two") == "-20% off made User buy two"
 
 
 def test_chinese_memories_merge_by_frame_and_fit_whole():
