@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from fastapi import APIRouter, Response
 
 from core.entity_view import aggregate, matching
+from core.profile import ProfileItem as PlannedItem
 from core.profile import plan_profile
 from core.scope import ScopeError, ScopeRequest, resolve_scope
 from models.rules.entity_mention import entity_key as _fold
@@ -70,20 +71,34 @@ def scope_records(
     return [r for r in caller.visible(rows) if r.status is Status.ACTIVE and pred.matches(r)]
 
 
-def _about(records: Sequence[MemoryRecord], entity: str) -> list[MemoryRecord]:
-    """The records that name ``entity`` (its id, or a name or alias of it)."""
+def _about(
+    records: Sequence[MemoryRecord], entity: str
+) -> tuple[list[MemoryRecord], dict[str, str]]:
+    """The records that name ``entity`` (its id, or a name or alias of it), and the
+    matched entities' names by id."""
     views = aggregate(records, fold=_fold)
-    ids = {v.entity_id for v in matching(views, entity_id=entity, fold=_fold)}
-    ids |= {v.entity_id for v in matching(views, name=entity, fold=_fold)}
-    return [r for r in records if any(e["entity_id"] in ids for e in r.entities)]
+    found = matching(views, entity_id=entity, fold=_fold) + matching(views, name=entity, fold=_fold)
+    names = {v.entity_id: v.name for v in found}
+    return [r for r in records if any(e["entity_id"] in names for e in r.entities)], names
+
+
+def _named(item: PlannedItem, by_id: dict[str, MemoryRecord], names: dict[str, str]) -> str | None:
+    """The item's entity: in a profile narrowed to an entity (``names``), that entity,
+    which every item names; else the one the planner found the item to be about."""
+    for mid in item.memory_ids if names else ():
+        for link in by_id[mid].entities:
+            if link["entity_id"] in names:
+                return names[link["entity_id"]]
+    return item.entity
 
 
 @router.post("/profile", response_model=Envelope[Profile])
 def profile(body: ProfileRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """The user's profile in ``scope`` within ``max_chars`` (module docstring)."""
     records = scope_records(svc, caller, body.user_id, body.scope)
+    names: dict[str, str] = {}
     if body.entity is not None:
-        records = _about(records, body.entity)
+        records, names = _about(records, body.entity)
     items = plan_profile(records, body.max_chars, now=datetime.now(UTC))
     by_id = {r.memory_id: r for r in records}
     cited = [by_id[m] for i in items for m in i.memory_ids]
@@ -92,7 +107,7 @@ def profile(body: ProfileRequest, svc: ServicesDep, caller: CallerDep) -> Respon
             items=[
                 ProfileItem(
                     text=i.text,
-                    entity=i.entity,
+                    entity=_named(i, by_id, names),
                     memory_ids=list(i.memory_ids),
                     msg_ids=list(i.msg_ids),
                 )
