@@ -36,10 +36,13 @@ import functools
 import heapq
 import math
 import re
+import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+
+from cachetools import LRUCache
 
 from core.clustering import candidates
 from core.compression import merged_text
@@ -129,10 +132,44 @@ def telling(rec: MemoryRecord, newest: datetime, common: frozenset[str] = frozen
 def plan_profile(
     records: Sequence[MemoryRecord], max_chars: int, *, now: datetime
 ) -> list[ProfileItem]:
-    """The profile of ``records`` (one user's memories of one scope) within ``max_chars``."""
+    """The profile of ``records`` (one user's memories of one scope) within ``max_chars``.
+
+    A plan depends on the clock only through which memories are current, so it is
+    remembered per (budget, the current memories as they are: id, version, words,
+    weight, links) for the last ``PLANS_HELD`` asks: a user's profile, context and entity
+    summaries are planned again only after one of their memories changed (planning 200
+    memories costs ~10 ms; a user's next turns ask again at once, bench recall's context
+    line). Any change to a memory changes its key, so a deleted or edited memory is never
+    answered from an older plan."""
     live = sorted((r for r in records if current(r, now)), key=lambda r: r.memory_id)
     if not live or max_chars <= 0:
         return []
+    key = (max_chars, tuple(_signature(r) for r in live))
+    with _PLANS_LOCK:
+        held = _PLANS.get(key)
+    if held is not None:
+        return list(held)
+    items = _plan(live, max_chars)
+    with _PLANS_LOCK:
+        _PLANS[key] = tuple(items)
+    return items
+
+
+PLANS_HELD = 4096
+_PLANS: LRUCache[tuple[object, ...], tuple[ProfileItem, ...]] = LRUCache(PLANS_HELD)
+_PLANS_LOCK = threading.Lock()
+
+
+def _signature(r: MemoryRecord) -> tuple[object, ...]:
+    """What a memory's part in a plan depends on (any edit changes one of these)."""
+    links = tuple((x["entity_id"], x["name"], x["type"]) for x in r.entities)
+    return (r.memory_id, r.version, r.updated_at, r.content_hash, r.content, r.weight,
+            r.mem_type, r.is_important, r.expire_at, r.valid_at, r.session_id,
+            r.source_session_id, tuple(r.msg_ids), links)  # fmt: skip
+
+
+def _plan(live: list[MemoryRecord], max_chars: int) -> list[ProfileItem]:
+    """The plan of the current memories ``live`` (sorted by id)."""
     newest, common = max(r.valid_at for r in live), _common_words(live)
     opening = _openings(live)
     units = [

@@ -202,3 +202,25 @@ def test_a_time_or_a_link_is_no_frame():
     items = plan_profile([*times, *links], 2000, now=NOW)
     assert {len(i.memory_ids) for i in items} == {1}
     assert set(texts(items)) == {tidy(r.content) for r in [*times, *links]}
+
+
+def test_a_remembered_plan_never_outlives_a_change_to_its_memories() -> None:
+    import dataclasses
+
+    recs = [mem("Lives in Lyon"), mem("Plays the cello every Sunday"), mem("Allergic to peanuts")]
+    first = plan_profile(recs, 2000, now=NOW)
+    assert plan_profile(list(recs), 2000, now=NOW) == first  # the same memories: the same
+    edited = [dataclasses.replace(recs[0], content="Lives in Paris"), *recs[1:]]
+    assert "Lives in Paris" in texts(plan_profile(edited, 2000, now=NOW))
+    assert "Lives in Lyon" not in " ".join(texts(plan_profile(edited, 2000, now=NOW)))
+    gone = recs[1:]  # a delete: one memory fewer
+    cited = {m for i in plan_profile(gone, 2000, now=NOW) for m in i.memory_ids}
+    assert recs[0].memory_id not in cited
+    expired = [dataclasses.replace(recs[2], expire_at=NOW + timedelta(hours=1)), *recs[:2]]
+    later = NOW + timedelta(hours=2)  # the clock moves past an end date: not cited
+    assert recs[2].memory_id in {
+        m for i in plan_profile(expired, 2000, now=NOW) for m in i.memory_ids
+    }
+    assert recs[2].memory_id not in {
+        m for i in plan_profile(expired, 2000, now=later) for m in i.memory_ids
+    }
