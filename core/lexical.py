@@ -118,6 +118,8 @@ def indexed_text(content: str, entities: Iterable[Mapping[str, object]] = ()) ->
     entities it links that its words do not say (docs/architecture.md#entities), so
     "User's sister loves hiking", linked to Anna, is found by "What does Anna like?".
     The fused ranking still decides: a name is one more term, not a filter."""
+    if not entities:
+        return content
     folded = content.casefold()
     extra = [
         n
