@@ -80,11 +80,12 @@ def test_a_tiny_run_writes_every_section(tmp_path: Path) -> None:
 
     start = result["session_start"]  # issue 44: one session start per user, no question yet
     assert start["contexts"] == 2 and start["failed"] == {}
-    assert start["profile"] == "n/a (endpoint absent)" and start["systems"]["profile"] is None
-    for name in ("recent", "by_weight"):
+    assert start["profile"] == "served"  # POST /memory/v1/profile answers
+    for name in ("recent", "by_weight", "profile"):
         system = start["systems"][name]
         assert system["overall"]["n"] == ms["overall"]["n"]  # every question but deleted
         assert set(system["by_type"]) == set(TYPES) - {"deleted"}
         assert 0.0 <= system["overall"]["start@1000"] <= system["overall"]["start@4000"] <= 1
     assert start["systems"]["by_weight"]["overall"]["start@4000"] > 0  # memories were listed
-    assert "session start" in done.stderr and "profile: n/a (endpoint absent)" in done.stderr
+    assert start["systems"]["profile"]["overall"]["start@4000"] > 0  # it cites memories
+    assert "session start" in done.stderr and "\nprofile " in done.stderr

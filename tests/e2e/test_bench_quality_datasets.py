@@ -43,12 +43,12 @@ def _run(tmp_path: Path, dataset: str, root: Path, *extra: str) -> dict:
     assert set(result["paired"]) == set(SYSTEMS)
     start = result["session_start"]  # issue 44: what a session could start with
     assert start["budgets"] == [1000, 2000, 4000] and start["failed"] == {}
-    assert start["profile"] == "n/a (endpoint absent)" and start["systems"]["profile"] is None
-    for name in ("recent", "by_weight"):
+    assert start["profile"] == "served"  # POST /memory/v1/profile answers
+    for name in ("recent", "by_weight", "profile"):
         overall = start["systems"][name]["overall"]
         assert overall["n"] == len(result["questions"])
         assert 0.0 <= overall["start@1000"] <= overall["start@4000"] <= 1.0
-    assert "session start" in done.stderr and "profile: n/a (endpoint absent)" in done.stderr
+    assert "session start" in done.stderr and "\nprofile " in done.stderr
     return result
 
 
