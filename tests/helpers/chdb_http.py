@@ -29,7 +29,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlparse
 
 _FORMAT = re.compile(rb"\bFORMAT\s+(\w+)\s*$", re.IGNORECASE)
-_INSERT = re.compile(rb"^\s*INSERT\s+INTO\s+(.+?)\s+FORMAT\s+(\w+)\s*", re.IGNORECASE | re.DOTALL)
+# The statement ends at one newline (clickhouse-connect's "…FORMAT Native\n" + data): never
+# more, since a Native block opens with its column count, and 9 to 13 columns are
+# whitespace bytes (\t \n \v \f \r) that a greedy ``\s*`` would eat.
+_INSERT = re.compile(
+    rb"^\s*INSERT\s+INTO\s+(.+?)\s+FORMAT\s+(\w+)[ \t]*\r?\n?", re.IGNORECASE | re.DOTALL
+)
 _CODE = re.compile(r"Code: (\d+)")
 
 
