@@ -167,11 +167,13 @@ LLM_ERRORS = Counter(
 )
 LLM_DEGRADED = Counter(
     "memstream_llm_degraded_total",
-    "LLM failures absorbed: decide → append (ADD + hash dedup), summarize → join",
+    "LLM failures absorbed: decide → append (ADD + hash dedup), summarize → join, "
+    "profile → the rules' plan",
     ["task"],
 )
 DEGRADED_DECIDE = LLM_DEGRADED.labels("decide")
 DEGRADED_SUMMARIZE = LLM_DEGRADED.labels("summarize")
+DEGRADED_PROFILE = LLM_DEGRADED.labels("profile")
 
 
 _PROVIDERS: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
@@ -192,8 +194,9 @@ def _provider(llm: object) -> str:
 
 @contextmanager
 def llm_call(llm: object, task: str) -> Iterator[None]:
-    """Count and time one call of ``llm`` (``extract``, ``decide``, ``summarize``); the
-    provider is its name up to ``:`` (``openai:gpt-4o`` counts as ``openai``)."""
+    """Count and time one call of ``llm`` (``extract``, ``decide``, ``summarize``,
+    ``profile``); the provider is its name up to ``:`` (``openai:gpt-4o`` counts as
+    ``openai``)."""
     provider = _provider(llm)
     started = time.perf_counter()
     try:

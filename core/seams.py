@@ -104,6 +104,14 @@ class LLMLike(Protocol):
         """ONE memory saying what ``texts`` (memories in time order) say, shorter."""
         ...
 
+    def summarize_profile(
+        self, items: Sequence[str], max_chars: int
+    ) -> list[tuple[str, list[int]]]:
+        """The planned profile ``items`` (reading order) as fewer statements within
+        ``max_chars``, each with the indices (from 0) of the items it restates; the
+        caller checks it (``core.profile_summary``) and keeps the plan when refused."""
+        ...
+
     def close(self) -> None:
         """Release what the provider holds."""
         ...

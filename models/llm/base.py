@@ -1,8 +1,8 @@
 """The LLM interface, and the shared behaviour of every prompt-driven provider.
 
-The dataflow calls ``extract_facts``, ``decide`` and ``summarize`` through the seam
-``core.seams.LLMLike``, the one interface type; ``LLM`` implements it with what every
-provider shares.
+The dataflow calls ``extract_facts``, ``decide``, ``summarize`` and ``summarize_profile``
+through the seam ``core.seams.LLMLike``, the one interface type; ``LLM`` implements it
+with what every provider shares.
 ``PromptedLLM`` builds the prompts, parses the JSON answer, re-asks once when the answer
 is malformed (showing the model its mistake) and then raises MalformedOutput — never an
 empty list pretending success. A provider implements one hook: ``_complete(messages) -> str``,
@@ -30,6 +30,7 @@ from models.errors import InventedId, MalformedOutput
 from models.prompts import consolidate as consolidate_prompt
 from models.prompts import decide as decide_prompt
 from models.prompts import extract_facts as extract_prompt
+from models.prompts import profile_summary as profile_prompt
 from schemas.enums import OpType, Ownership
 from schemas.events import Message, Strategy
 from schemas.facts import ChatMessage, Decision, Fact, SimilarLike, as_similar
@@ -68,6 +69,19 @@ class LLM(LLMLike):
                 f"{max_chars} chars: not merged"
             )
         return made[0]
+
+    def summarize_profile(
+        self, items: Sequence[str], max_chars: int
+    ) -> list[tuple[str, list[int]]]:
+        """The planned profile ``items`` said again as fewer statements, each with the
+        indices (from 0) of the items it restates (docs/architecture.md#the-profile).
+
+        This default — the ``rules`` provider's answer — is the plan unchanged: each
+        item is its own statement. Rules have nothing to add to their own plan, and
+        saying so is no failure (raising would count every rules profile as a degraded
+        LLM call and log a warning per write); the caller sees the plan come back and
+        keeps it (:func:`models.profile_summary.summary_or_plan`)."""
+        return [(text, [i]) for i, text in enumerate(items)]
 
     def close(self) -> None:
         """Release clients or memory held by the provider (no-op by default)."""
@@ -131,6 +145,17 @@ class PromptedLLM(LLM):
         return self._ask(
             consolidate_prompt.to_messages(ctx),
             lambda obj: consolidate_prompt.to_summary(obj, ctx),
+        )
+
+    def summarize_profile(
+        self, items: Sequence[str], max_chars: int
+    ) -> list[tuple[str, list[int]]]:
+        ctx = profile_prompt.build_context(items, max_chars)
+        if len(ctx.items) < 2:
+            return super().summarize_profile(ctx.items, max_chars)  # nothing to join: no call
+        return self._ask(
+            profile_prompt.to_messages(ctx),
+            lambda obj: profile_prompt.to_statements(obj, ctx),
         )
 
     def _ask(self, messages: list[ChatMessage], convert: Callable[[JsonObject], T]) -> T:
