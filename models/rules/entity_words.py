@@ -60,7 +60,7 @@ EN_NOT_NAMES = frozenset(
     arabic hindi mandarin cantonese dutch greek thai vietnamese turkish polish swedish
     american british canadian indian mexican asian european african australian
     i i'm i've i'll i'd ok okay tv ai internet god lol omg birthday anniversary morning
-    afternoon evening night weekend""".split()
+    afternoon evening night weekend spring summer autumn winter user assistant""".split()
 )
 # Multi-word expressions of time that read like names ("Christmas Eve", "New Year's Day").
 EN_TIME_PHRASES = (
@@ -74,7 +74,7 @@ EN_TITLES = frozenset("mr mrs ms miss dr prof sir aunt auntie uncle grandma gran
 EN_STARTERS = frozenset(
     """yesterday today tomorrow tonight last next every finally actually honestly anyway
     hi hello hey dear thanks thank sorry please happy merry oh wow well yeah yes no sure
-    also so then just maybe when after before since because while although though if
+    also so then just maybe when after before since because while although though if during
     and but or my our your his her their the a an this that these those""".split()
 )
 EN_ORG_SUFFIXES = frozenset(
@@ -100,6 +100,33 @@ EN_PLACES = frozenset(
     vancouver boston chicago seattle california texas florida nyc la madrid rome
     barcelona amsterdam vienna dubai bangkok istanbul moscow europe asia africa""".split()
 ) | {"hong kong", "new york", "los angeles", "san francisco", "new zealand", "united states"}
+# Car, phone and gadget makers: the name after one is its product ("VW Golf", "Samsung
+# Galaxy"), kept whole; alone, the maker is an organisation.
+EN_BRANDS = frozenset(
+    """vw volkswagen bmw audi mercedes porsche toyota honda nissan mazda subaru lexus ford
+    chevy chevrolet jeep dodge tesla hyundai kia volvo fiat peugeot renault skoda byd
+    apple samsung google huawei xiaomi oneplus oppo vivo nokia motorola sony lg nintendo
+    canon nikon dyson garmin""".split()
+)
+# The last or first word of a place's name ("Hemu Grand Hotel", "Lake Tekapo").
+EN_PLACE_HEADS = frozenset(
+    """island islands isle atoll beach bay coast lake river falls mountain mountains peak
+    valley canyon park parkway garden gardens forest desert airport station port harbour
+    harbor street road avenue boulevard square bridge tower towers hotel lodge resort inn
+    hostel motel cabin village ecovillage town city county province region district
+    temple shrine cathedral castle palace plaza""".split()
+)
+EN_PLACE_LEADS = frozenset("lake mount mt cape fort port isle lac san santa saint".split())
+# Words whose "to"/"from" takes a person ("talked to Anna", "a letter from Tom"); after
+# any other word, "to X" and "from X" are places ("took them to Lyon").
+EN_TO_PERSON = frozenset(
+    """talk talked talking talks speak spoke speaking said say says told tell gave give
+    given giving sent send sending wrote write writing written introduced introduce
+    listen listened listening reply replied explained explain apologized apologised
+    lent lend showed show married engaged text texted mention mentioned belongs belong
+    belonged waved wave letter message call calls note gift gifts present email emails
+    heard hear got get received receive thanks hi hello""".split()
+)
 # The word before a span that says what it is.
 EN_PLACE_BEFORE = frozenset(
     "in near into across around visiting visited visit inside outside".split()

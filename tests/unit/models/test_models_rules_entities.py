@@ -251,3 +251,116 @@ def test_a_stored_memorys_third_person_is_the_speakers_relation(text, expected) 
     """The rules extractor stores "my sister" as "User's sister": still the speaker's."""
     first = extract_entities(text).mentions[0]
     assert (first.name, first.key, first.relation) == expected
+
+
+# --- mistyping, the speaker themself, calendar words (rough edges) -------------------
+
+
+def kinds(text: str, speaker_names: Sequence[str] = ()) -> dict[str, str]:
+    """{name: type} of the mentions."""
+    mentions = extract_entities(text, speaker_names=speaker_names).mentions
+    return {m.name: m.type for m in mentions}
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("I took them to Lyon last week.", "Lyon"),
+        ("We drove from Denver to Austin.", "Austin"),
+        ("The kids stayed near Tekapo.", "Tekapo"),
+        ("Return flight from Kansai International Airport to Tokyo Haneda.", "Tokyo Haneda"),
+        ("Secondary destination interest: Lake Tekapo, for fishing.", "Lake Tekapo"),
+        ("We stayed at the Hemu Grand Hotel.", "Hemu Grand Hotel"),
+        ("Pinot regions include Burgundy, Oregon and California.", "Burgundy"),
+    ],
+)
+def test_a_place_by_its_preposition_its_head_word_or_its_list(text, name) -> None:
+    assert kinds(text)[name] == "place"
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("I talked to Anna about it.", "Anna"),
+        ("I got a letter from Tom.", "Tom"),
+        ("We met at Lisa's house.", "Lisa"),
+        ("I gave the book to my sister Anna.", "Anna"),
+    ],
+)
+def test_to_or_from_a_person_stays_a_person(text, name) -> None:
+    assert kinds(text)[name] == "person"
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("I bought a VW Golf.", "VW Golf"),
+        ("I love my VW Golf.", "VW Golf"),
+        ("My VW Golf broke down again.", "VW Golf"),
+        ("I sold the Toyota Corolla.", "Toyota Corolla"),
+        ("She has a Samsung Galaxy.", "Samsung Galaxy"),
+    ],
+)
+def test_a_brand_and_its_model_are_one_product(text, name) -> None:
+    assert kinds(text) == {name: "product"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User is trying the 'Red Light Reset' routine.",
+        "Scene 1, Shot 6 is a Medium Shot of the hall.",
+        "The Asanify bot failed twice.",
+        "Revise Phase 2 of the plan.",
+    ],
+)
+def test_quoted_titles_labels_and_the_things_are_no_people(text) -> None:
+    assert names(text, "person") == []
+
+
+def test_the_user_and_the_assistant_are_no_entity() -> None:
+    assert names("User said the Assistant helped.") == []
+    assert names("Assistant suggested a trip.", speaker_names=["Priya", "Assistant"]) == []
+
+
+def test_the_user_themself_is_no_entity_the_other_speaker_is() -> None:
+    got = extract_entities(
+        "Caroline went to a support group with Melanie.",
+        speaker_names=["Caroline", "Melanie"],
+        user_names=["Caroline"],
+    )
+    assert [(m.name, m.type) for m in got.mentions] == [("Melanie", "person")]
+    # the user's named relation is still the user's
+    got = extract_entities("Caroline's sister Anna lives in Paris.", user_names=["Caroline"])
+    assert [(m.name, m.relation) for m in got.mentions] == [("Anna", "sister"), ("Paris", None)]
+
+
+def test_speakers_of_a_conversation_say_who_the_user_is() -> None:
+    from models.rules.entities import conversation_speakers
+    from schemas.events import Message
+
+    def msg(role: str, name: str | None) -> Message:
+        return Message.model_validate({"role": role, "name": name, "content": "hi"})
+
+    two = conversation_speakers([msg("user", "Caroline"), msg("user", "Melanie")])
+    assert tuple(two) == ("Caroline", "Melanie") and two.user == ("Caroline",)
+    helped = conversation_speakers([msg("user", "Priya"), msg("assistant", "Assistant")])
+    assert helped.user == ("Priya",)
+    assert conversation_speakers([msg("assistant", "Bot")]).user == ()
+    got = extract_entities("Caroline met Melanie.", speaker_names=two)
+    assert [m.name for m in got.mentions] == ["Melanie"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "May I ask you something?",
+        "We met on Sunday and in June.",
+        "June 5th is my birthday.",
+        "Sunday was fun. Running helps me.",
+        "During Summer we swim.",
+        "User's trip is a solo trip in mid-May.",
+    ],
+)
+def test_calendar_words_and_sentence_openers_are_no_people(text) -> None:
+    assert names(text, "person") == []
