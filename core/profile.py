@@ -78,6 +78,7 @@ class ProfileItem:
     memory_ids: tuple[str, ...]
     msg_ids: tuple[str, ...]
     entity: str | None = None  # the entity it is about, when it is about one
+    entity_id: str | None = None  # that entity's id
 
 
 @dataclass(slots=True)
@@ -426,4 +427,5 @@ def _entity_name(u: _Unit, entity_id: str) -> str:
 
 def _item(u: _Unit, everyone: frozenset[str]) -> ProfileItem:
     ent = _entity(u, everyone)
-    return ProfileItem(u.text, u.memory_ids, u.msg_ids, _entity_name(u, ent) if ent else None)
+    name = _entity_name(u, ent) if ent else None
+    return ProfileItem(u.text, u.memory_ids, u.msg_ids, name, ent)

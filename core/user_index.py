@@ -111,6 +111,9 @@ class UserIndex:
         # the user's entities (docs/architecture.md#entities), built by the writer from
         # the held records on first use; a reloaded index builds it again
         self.entity_registry: EntityRegistry | None = None
+        # the user's stored profiles by id (docs/architecture.md#the-profile), read by the
+        # writer from the stores on first use and followed from then on; never searched
+        self.derived: dict[str, MemoryRecord] | None = None
 
     def __len__(self) -> int:
         return len(self.columns.ids)

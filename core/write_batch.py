@@ -31,6 +31,9 @@ class WriteBatch:
     # entity links an edit dropped from a memory (its new version is in ``memories``):
     # the sink marks them UNLINKED in memory_entities (docs/architecture.md#entities)
     unlinked: list[tuple[MemoryRecord, EntityLink]] = field(default_factory=list)
+    # memories deleted by a user or admin: the change rows of the profiles that cite them
+    # lose their words (docs/architecture.md#the-profile)
+    sanitize_cited: list[tuple[UserKey, str]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -49,6 +52,7 @@ class WriteBatch:
         self.purge_ids.extend(other.purge_ids)
         self.shred_users.extend(other.shred_users)
         self.unlinked.extend(other.unlinked)
+        self.sanitize_cited.extend(other.sanitize_cited)
 
 
 def change(

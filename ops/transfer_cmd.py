@@ -20,6 +20,7 @@ import httpx
 from core.settings import get_settings
 from ops.client_auth import auth_headers
 from recall_api.serving import api_base_url, client_verify
+from schemas.enums import DERIVED_TYPES
 
 KEEP = (
     "app_id",
@@ -101,6 +102,9 @@ def run_import(args: argparse.Namespace) -> int:
         for x in lines
         if x.get("type", "memory") == "memory"
         and x.get("status", "ACTIVE") in ("ACTIVE", "ARCHIVED")
+        # a profile is derived from the memories: the target derives its own
+        # (docs/architecture.md#the-profile)
+        and x.get("mem_type") not in DERIVED_TYPES
     ]
     failed = 0
     with _client() as http:

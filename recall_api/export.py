@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
+from schemas.enums import MemType
 from schemas.json_types import JsonObject
 from schemas.responses import Change, Memory
 from schemas.tenants import DEFAULT_TENANT
@@ -83,7 +84,8 @@ def _run(svc: Services, export_id: str, user_id: int, tenant: str) -> None:
         path = export_path(svc, export_id, user_id, tenant)
         path.parent.mkdir(parents=True, exist_ok=True)
         memories = sorted(
-            svc.memories.load(user_id, tenant=tenant), key=lambda r: (r.created_at, r.memory_id)
+            svc.memories.load(user_id, tenant=tenant, mem_types=list(MemType)),
+            key=lambda r: (r.created_at, r.memory_id),
         )
         changes, _ = svc.changelog.query(user_id, tenant=tenant, limit=1_000_000)
         lines = [_line("memory", tenant, Memory.of(m)) for m in memories]

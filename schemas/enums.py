@@ -20,6 +20,13 @@ class MemType(StrEnum):
     SEMANTIC = "SEMANTIC"
     EPISODIC = "EPISODIC"
     PROCEDURAL = "PROCEDURAL"
+    # Derived: the user's profile, which memstream writes and keeps current from the
+    # user's memories (docs/architecture.md#the-profile). Never written by a caller or an
+    # extraction; not recalled; exempt from capacity, decay, consolidation and eviction.
+    PROFILE = "PROFILE"
+
+
+DERIVED_TYPES = frozenset({MemType.PROFILE})
 
 
 class Status(StrEnum):

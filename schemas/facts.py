@@ -15,7 +15,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from schemas.enums import MemType, OpType
-from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
+from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN, WrittenType
 
 ChatMessage = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": ...}
 
@@ -46,7 +46,7 @@ class Fact(BaseModel):
     text: str = Field(min_length=1)
     msg_index: int = Field(ge=0)
     msg_id: str | None = None
-    mem_type: MemType = MemType.SEMANTIC
+    mem_type: WrittenType = MemType.SEMANTIC
     time_bound: bool = False  # refers to a dated event or plan (initial weight 0.85)
     expire_at: date | None = None  # hint: after this day the fact is likely stale
     # the entities an LLM extractor named, typed; None: not given (the rules find them)

@@ -19,6 +19,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 
+from schemas.enums import DERIVED_TYPES, MemType
 from schemas.json_types import JsonObject, JsonValue
 
 UINT64_MAX = 2**64 - 1
@@ -283,3 +284,16 @@ def strict_store_time(value: datetime) -> datetime:
 
 # Every instant a caller sends (ts, expire_at, as_of, now): normalized to UTC, in range.
 StoreTime = Annotated[datetime, AfterValidator(strict_store_time)]
+
+
+def _written_type(value: MemType) -> MemType:
+    if value in DERIVED_TYPES:
+        raise ValueError(
+            f"mem_type {value} is derived: memstream writes it from the user's memories "
+            "(docs/architecture.md#the-profile)"
+        )
+    return value
+
+
+# A mem_type a caller or an extractor may write: every one but the derived kinds.
+WrittenType = Annotated[MemType, AfterValidator(_written_type)]

@@ -34,6 +34,7 @@ from schemas.limits import (
     MemoryId,
     ScopeId,
     StoreTime,
+    WrittenType,
     not_blank,
 )
 
@@ -49,7 +50,7 @@ class StructuredFields(_Payload):
     session_id: ScopeId | None = None
     level: Level | None = None
     ownership: Ownership = Ownership.USER
-    mem_type: MemType = MemType.SEMANTIC
+    mem_type: WrittenType = MemType.SEMANTIC
     content: Content = Field(min_length=1, max_length=8192)
     is_important: StrictBool = False
     expire_at: StoreTime | None = None

@@ -30,8 +30,11 @@ _SCAN_COLUMNS = select_list((
     "tenant_id", "memory_id", "user_id", "status", "weight", "weight_at", "is_important",
     "ownership", "custom_tags", "expire_at", "archived_at", "deleted_at", "updated_at",
 ))  # fmt: skip
+# An ACTIVE profile (mem_type PROFILE, derived: docs/architecture.md#the-profile) never
+# decays, expires or counts; its retired versions are purged as every memory's are.
+_OWN = "mem_type != 'PROFILE'"
 _DUE = """(
-    (status = 'ACTIVE' AND (
+    (status = 'ACTIVE' AND mem_type != 'PROFILE' AND (
         (expire_at IS NOT NULL AND expire_at <= {now:DateTime64(3, 'UTC')})
         OR weight * exp(-{lam:Float64} * if(is_important, {a_imp:Float64}, {a_norm:Float64})
             * greatest(dateDiff('millisecond', weight_at, {now:DateTime64(3, 'UTC')}), 0)
@@ -84,7 +87,9 @@ class LifecycleQueries:
         """Pages of ``tenant_id, user_id, memory_id, status`` of the ACTIVE and ARCHIVED
         rows (those that must have a vector) written before ``cutoff_version``."""
         params: dict[str, object] = {"cutoff": cutoff_version}
-        where = who.where(params, "status IN ('ACTIVE', 'ARCHIVED')", "version < {cutoff:UInt64}")
+        where = who.where(
+            params, "status IN ('ACTIVE', 'ARCHIVED')", "version < {cutoff:UInt64}", _OWN
+        )
         cols = "tenant_id, user_id, memory_id, status"
         return self._pages(cols, where, params, page_size, pause_s)
 
@@ -109,7 +114,7 @@ class LifecycleQueries:
     def active_scope_counts(self, who: MemoryFilter, above: int) -> list[tuple[UserKey, str, int]]:
         """(user, scope, ACTIVE count) of every scope holding more than ``above``."""
         params: dict[str, object] = {"floor": above}
-        where = who.where(params, "status = 'ACTIVE'")
+        where = who.where(params, "status = 'ACTIVE'", _OWN)
         rows = self.stores.clickhouse.query(
             f"SELECT tenant_id, user_id, {SCOPE_KEY} AS app, count() AS n "
             f"FROM {self.db}.memories FINAL WHERE {where} "
@@ -121,7 +126,7 @@ class LifecycleQueries:
     def active_totals(self, who: MemoryFilter, above: int) -> list[tuple[UserKey, int]]:
         """(user, ACTIVE count) of every user holding more than ``above``."""
         params: dict[str, object] = {"floor": above}
-        where = who.where(params, "status = 'ACTIVE'")
+        where = who.where(params, "status = 'ACTIVE'", _OWN)
         rows = self.stores.clickhouse.query(
             f"SELECT tenant_id, user_id, count() AS n FROM {self.db}.memories FINAL WHERE {where} "
             "GROUP BY tenant_id, user_id HAVING n > {floor:UInt64}",

@@ -33,17 +33,18 @@ from typing import Any, cast
 
 import numpy as np
 
+from core.derived import PREFIX as PROFILE_PREFIX
 from core.hashing import content_hash
 from core.logs import describe_error
 from core.retry import retrying
 from core.write_batch import WriteBatch
-from schemas.enums import Level, MemType, Ownership, Status
+from schemas.enums import DERIVED_TYPES, Level, MemType, Ownership, Status
 from schemas.events import TOPIC_CHANGES
 from schemas.json_types import JsonObject
 from schemas.limits import clip_tags
 from schemas.memory import ChangeRecord, EntityLink, MemoryRecord, tags_json
 from schemas.storage import CHANGELOG_COLUMNS, ENTITIES_TABLE, ENTITY_COLUMNS, MEMORY_COLUMNS
-from schemas.tenants import DEFAULT_TENANT
+from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.change_events import blind_tags, change_events, milvus_row
 from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable
@@ -111,6 +112,11 @@ class MemoryStore(LifecycleQueries):
                 ch.insert(ENTITIES_TABLE, links, ENTITY_COLUMNS)
             if batch.purge_ids:
                 self._purge(sorted(set(batch.purge_ids)))
+            by_user: dict[UserKey, list[str]] = {}
+            for user, memory_id in batch.sanitize_cited:
+                by_user.setdefault(user, []).append(memory_id)
+            for user, ids in sorted(by_user.items()):
+                self._blank_citing(ids, MemoryFilter.of(user.tenant, user.user_id))
             for tenant, user_id in sorted(set(batch.shred_users)):
                 self._forget_plain_hashes(user_id, tenant)
                 self._forget_entities(user_id, tenant)
@@ -143,6 +149,28 @@ class MemoryStore(LifecycleQueries):
             "SETTINGS mutations_sync = 2",
             p,
         )
+        self._blank_citing(ids, MemoryFilter())
+
+    def _blank_citing(self, ids: list[str], who: MemoryFilter) -> None:
+        """The change rows of ``who``'s profile versions citing one of ``ids`` lose their
+        words (docs/architecture.md#the-profile): a profile's change row names what its
+        versions cite in its reason (``dataflows.ingest.derive``). A mutation only when
+        one does."""
+        ch = self.stores.clickhouse
+        p: dict[str, object] = {"ids": ids, "pre": f"{PROFILE_PREFIX}%"}
+        where = who.where(
+            p,
+            "memory_id LIKE {pre:String}",
+            "sanitized = 0",
+            "arrayExists(x -> position(reason, x) > 0, {ids:Array(String)})",
+        )
+        rows = ch.query(f"SELECT count() FROM {self.db}.memory_changelog WHERE {where}", p)
+        if rows and int(rows[0][0]):
+            ch.command(
+                f"ALTER TABLE {ch.layout.mutate('memory_changelog')} UPDATE content_before = '', "
+                f"content_after = '', sanitized = 1 WHERE {where} SETTINGS mutations_sync = 2",
+                p,
+            )
 
     def _forget_entities(self, user_id: int, tenant: str) -> None:
         """A purged user's entity links leave ``memory_entities`` at once, every version
@@ -168,7 +196,10 @@ class MemoryStore(LifecycleQueries):
 
     def _write_milvus(self, batch: WriteBatch) -> None:
         gone = set(batch.milvus_deletes)  # a purged memory's row is deleted, not rewritten
-        kept = [m for m in batch.memories if m.memory_id not in gone]
+        # a derived memory (a profile) has no vector and no row: it is never searched
+        kept = [
+            m for m in batch.memories if m.memory_id not in gone and m.mem_type not in DERIVED_TYPES
+        ]
         full = [
             milvus_row(m, batch.vectors[m.memory_id], self.blind_tags(m))
             for m in kept
@@ -317,8 +348,8 @@ class MemoryStore(LifecycleQueries):
             }
             return [values[c] for c in ENTITY_COLUMNS]
 
-        for m in batch.memories:
-            if m.memory_id not in gone:
+        for m in batch.memories:  # a profile names its items' entities, links none
+            if m.memory_id not in gone and m.mem_type not in DERIVED_TYPES:
                 rows += [row(m, link, str(m.status)) for link in m.entities]
         for m, link in batch.unlinked:
             if m.memory_id not in gone:
@@ -353,9 +384,10 @@ class MemoryStore(LifecycleQueries):
         memory_ids: Iterable[str] | None = None,
         *,
         tenant: str,
+        mem_types: Iterable[MemType] | None = None,
     ) -> list[MemoryRecord]:
-        """Current versions of a user's memories (FINAL), decrypted."""
-        return self.load_many([user_id], statuses, memory_ids, tenant=tenant)
+        """Current versions of a user's memories (FINAL), decrypted; see ``load_many``."""
+        return self.load_many([user_id], statuses, memory_ids, tenant=tenant, mem_types=mem_types)
 
     def load_many(
         self,
@@ -365,14 +397,22 @@ class MemoryStore(LifecycleQueries):
         *,
         tenant: str,
         archived_above: float | None = None,
+        mem_types: Iterable[MemType] | None = None,
     ) -> list[MemoryRecord]:
         """As ``load`` for several users of one tenant in one query; ``archived_above``:
         of the ARCHIVED ones only those whose stored weight is above it (the paged-out
-        candidates, ``core.capacity.paged_out``)."""
+        candidates, ``core.capacity.paged_out``). ``mem_types``: those kinds only; None:
+        the user's own memories, without the derived ones (the profiles,
+        docs/architecture.md#the-profile), unless ``memory_ids`` names them (``ALL_TYPES``:
+        every kind)."""
         params: dict[str, object] = {}
         given = Given(params)
         given.add("status IN {st:Array(String)}", statuses, strs)
         given.add("memory_id IN {ids:Array(String)}", memory_ids, list)
+        if mem_types is not None:
+            given.add("mem_type IN {mt:Array(String)}", mem_types, strs)
+        elif memory_ids is None:
+            given.add("mem_type NOT IN {dt:Array(String)}", DERIVED_TYPES, strs)
         given.add("(status != 'ARCHIVED' OR weight > {wa:Float64})", archived_above, float)
         # On a cluster this reads the Distributed table: each shard applies FINAL to its
         # own parts, which is correct because every version of a memory (and whatever

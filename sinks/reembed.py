@@ -75,7 +75,10 @@ def plan_reembed(
     target = ModelIdentity.of(embedder)
     store = StoreModel(memories)
     ch = memories.stores.clickhouse
-    rows = ch.query(f"SELECT status, count() FROM {ch.database}.memories FINAL GROUP BY status")
+    rows = ch.query(
+        f"SELECT status, count() FROM {ch.database}.memories FINAL "
+        "WHERE mem_type != 'PROFILE' GROUP BY status"
+    )
     statuses = {str(s): int(n) for s, n in sorted(rows)}
     dim = collection_dim(memories)
     cp = store.checkpoint()
@@ -158,7 +161,10 @@ def _recreate_collection(memories: MemoryStore, dim: int) -> None:
 def _page(memories: MemoryStore, after: tuple[int, str] | None, limit: int) -> list[MemoryRecord]:
     """The next ``limit`` memories after ``after`` in key order, decrypted."""
     ch = memories.stores.clickhouse
-    keyset = "" if after is None else "WHERE (user_id, memory_id) > ({lu:UInt64}, {lm:String}) "
+    # a profile (derived, docs/architecture.md#the-profile) has no vector to make
+    keyset = "WHERE mem_type != 'PROFILE' " + (
+        "" if after is None else "AND (user_id, memory_id) > ({lu:UInt64}, {lm:String}) "
+    )
     keys = ch.query(
         f"SELECT user_id, memory_id FROM {ch.database}.memories FINAL {keyset}"
         "ORDER BY user_id, memory_id LIMIT {limit:UInt32}",
@@ -174,7 +180,7 @@ def _count_upto(memories: MemoryStore, after: tuple[int, str]) -> int:
     ch = memories.stores.clickhouse
     rows = ch.query(
         f"SELECT count() FROM {ch.database}.memories FINAL "
-        "WHERE (user_id, memory_id) <= ({lu:UInt64}, {lm:String})",
+        "WHERE mem_type != 'PROFILE' AND (user_id, memory_id) <= ({lu:UInt64}, {lm:String})",
         {"lu": after[0], "lm": after[1]},
     )
     return int(rows[0][0])

@@ -15,7 +15,7 @@ worker count (processes x workers per process): the embed step has one shard per
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
 import bytewax.operators as op
@@ -31,6 +31,7 @@ from dataflows.ingest import (
     management,  # noqa: F401  (registers the management commands)
 )
 from dataflows.ingest.commands import apply_command
+from dataflows.ingest.derive import derive
 from dataflows.ingest.embed import embed_all, prepare
 from dataflows.ingest.extract import extract
 from dataflows.ingest.fence import Fences, fenced
@@ -195,10 +196,16 @@ def build_flow(
         with metrics.ingest_stage("write"):
             return _write(state, item, refused)
 
+    def profiled(out: Applied, cause: str) -> Applied:
+        """``out`` with the profile versions its changes call for (ingest.derive)."""
+        derive(rt, out.batch, cause, datetime.now(UTC))
+        return out
+
     def _write(state, item, refused):
         fences = Fences.of(state)  # the user's purges and scoped deletes (ingest.fence)
         if isinstance(item, IncomingCommand):
-            out = guarded("write", lambda: apply_command(writer, item), refused)
+            cause = item.command.command_id
+            out = guarded("write", lambda: profiled(apply_command(writer, item), cause), refused)
             out.event_s.append(item.source.ts_s)
             out.sources.append(item.source)
             if all(r.get("code", 0) == 0 for _, r in out.command_results):
@@ -208,7 +215,10 @@ def build_flow(
             sources = [i.source for i in item.tasks]
             item, purged = fenced(item, fences)
             if item.tasks:
-                out = guarded("write", lambda: writer.apply_extracted(item), refused)
+                cause = item.tasks[0].task_id
+                out = guarded(
+                    "write", lambda: profiled(writer.apply_extracted(item), cause), refused
+                )
             else:
                 out = Applied(WriteBatch())
             out.results.extend(purged)

@@ -13,12 +13,13 @@ from typing import TypedDict
 
 from core.capacity import important_blocked
 from core.delete_scope import DeleteScope, Grant, allowed
+from core.derived import is_derived
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
 from core.write_batch import WriteBatch
 from dataflows.ingest.commands import answer, error, handler, ok
 from dataflows.ingest.entities import declared_types, linked
-from dataflows.ingest.items import Applied
+from dataflows.ingest.items import Applied, CommandResult
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
 from schemas.commands import Command
@@ -66,6 +67,8 @@ def update(writer: Writer, cmd: Command, p: UpdatePayload, now: datetime) -> App
         if old is None or old.status not in LIVE:
             missing = error(ErrorCode.NOT_FOUND, f"memory '{p.memory_id}' not found")
             return answer(cmd, WriteBatch(), missing)
+        if is_derived(old):
+            return answer(cmd, WriteBatch(), _derived_refusal(old))
         important = old.is_important if p.is_important is None else p.is_important
         changes: _Changes = {"updated_at": now}
         text = (p.content or "").strip()
@@ -142,6 +145,9 @@ def delete(writer: Writer, cmd: Command, p: DeletePayload, now: datetime) -> App
     idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     with idx.lock:
         targets = _select(writer, cmd, p)
+        derived = next((r for r in targets if is_derived(r)), None)
+        if derived is not None:
+            return answer(cmd, WriteBatch(), _derived_refusal(derived))
         batch = WriteBatch()
         rc = Recorder(batch, now, cmd.command_id, idx)
         for old in targets:
@@ -161,6 +167,16 @@ def delete(writer: Writer, cmd: Command, p: DeletePayload, now: datetime) -> App
         "physical_removal_due": due.isoformat(),
     }
     return answer(cmd, batch, ok(deleted))
+
+
+def _derived_refusal(rec: MemoryRecord) -> CommandResult:
+    """A profile changes with the memories it is derived from, never by hand
+    (docs/architecture.md#the-profile)."""
+    return error(
+        ErrorCode.BAD_PARAMETER,
+        f"memory '{rec.memory_id}' is the user's profile, derived from their memories: "
+        "update or delete those instead",
+    )
 
 
 @handler("session_close", SessionClosePayload)

@@ -207,6 +207,19 @@ class Recorder:
         if self.idx is not None:
             self.idx.upsert(rec, None)
 
+    def derive(self, old: MemoryRecord | None, rec: MemoryRecord, reason: str) -> None:
+        """A derived memory's new version (a profile, ``dataflows.ingest.derive``): written
+        with its change row (ADD, UPDATE, or DELETE when it retires); never indexed, given
+        a vector or counted (docs/architecture.md#the-profile)."""
+        self.batch.memories.append(rec)
+        was = old is not None and old.status is Status.ACTIVE
+        if rec.status is not Status.ACTIVE:
+            op = OpType.DELETE
+        else:
+            op = OpType.UPDATE if was else OpType.ADD
+        before = old.content if old is not None and was else ""
+        self.note(rec, op, reason, before=before, after=rec.content, label=f"DERIVE_{op}")
+
     def note(
         self,
         anchor: MemoryRecord,

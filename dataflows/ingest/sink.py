@@ -63,6 +63,7 @@ def merge_applied(items: list[Applied]) -> Applied:
         merged.batch.purge_ids.extend(a.batch.purge_ids)
         merged.batch.shred_users.extend(a.batch.shred_users)
         merged.batch.unlinked.extend(a.batch.unlinked)
+        merged.batch.sanitize_cited.extend(a.batch.sanitize_cited)
         merged.results.extend(a.results)
         merged.command_results.extend(a.command_results)
         merged.rejected.extend(a.rejected)

@@ -13,7 +13,7 @@ from recall_api.commands import send
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from schemas.api import Envelope
-from schemas.enums import Level, Status
+from schemas.enums import Level, MemType, Status
 from schemas.errors import ErrorCode
 from schemas.payloads import DeletePayload, DeleteScopeSpec
 from schemas.requests import ExportRequest, PurgeRequest, SwitchRequest, UserListRequest
@@ -51,7 +51,11 @@ def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> Res
     if body.include_deleted:
         statuses.append(Status.DELETED)
     rows = sorted(
-        caller.visible(svc.memories.load(body.user_id, statuses=statuses, tenant=caller.tenant)),
+        caller.visible(
+            svc.memories.load(
+                body.user_id, statuses=statuses, tenant=caller.tenant, mem_types=list(MemType)
+            )
+        ),
         key=lambda r: (r.created_at, r.memory_id),
     )
     start = (body.page - 1) * body.page_size

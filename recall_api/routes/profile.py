@@ -2,8 +2,11 @@
 now, as items that fit the caller's budget whole, each citing exactly the memories and
 turns it states (docs/architecture.md#the-profile).
 
-Computed on read from the user's current memories, so a memory deleted, superseded or
-purged is out of the profile the moment the call that changed it returns. The records
+Read from the scope's stored profile (a derived memory the writer keeps current in the
+batch of every change, ``core.derived``), cut to the caller's budget: a memory deleted,
+superseded or purged is out of it when the call that changed it returns. A profile
+narrowed to an ``entity``, one of a scope without GLOBAL, one over the stored budget and
+one not stored yet are planned on read from the user's current memories. The records
 are the ACTIVE ones the key may read (``recall_api.access``) in the request's scope by
 recall's own predicate (``core.scope``: the GLOBAL memories with ``include_global``,
 the app's APP memories with ``app_id``; a switched-off app contributes nothing, a
@@ -20,6 +23,7 @@ from datetime import UTC, datetime
 
 from fastapi import APIRouter, Response
 
+from core.derived import STORED_CHARS, cut, profile_id, stored_items
 from core.entity_view import aggregate, matching
 from core.profile import ProfileItem as PlannedItem
 from core.profile import plan_profile
@@ -29,7 +33,7 @@ from recall_api.access import Caller
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from schemas.api import Envelope
-from schemas.enums import Status
+from schemas.enums import Level, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.requests import ProfileRequest, ViewScope
@@ -92,9 +96,49 @@ def _named(item: PlannedItem, by_id: dict[str, MemoryRecord], names: dict[str, s
     return item.entity
 
 
+def stored_profile(
+    svc: Services, caller: Caller, user_id: int, scope: ViewScope, max_chars: int
+) -> Profile | None:
+    """The scope's stored profile (``core.derived``) cut to ``max_chars``, or None when it
+    must be planned on read: a scope without GLOBAL (no profile stands for it), a budget
+    over the stored plan's, a user whose profile is not written yet (memories stored
+    before profiles were). The scope's rules are recall's (``scope_records``)."""
+    caller.check_app(scope.app_id)
+    if not scope.include_global or max_chars > STORED_CHARS:
+        return None
+    request = ScopeRequest(
+        user_id=user_id, tenant_id=caller.tenant, include_global=True, app_id=scope.app_id
+    )
+    try:
+        pred = resolve_scope(request, svc.switches.get(user_id, tenant=caller.tenant))
+    except ScopeError as exc:
+        raise ApiError(ErrorCode(exc.code), str(exc), EMPTY) from None
+    app = next((b.app_id for b in pred.branches if b.level is Level.APP), None)
+    rec = svc.memories.get(user_id, profile_id(caller.tenant, user_id, app), tenant=caller.tenant)
+    if rec is None or not caller.can_read(rec):
+        return None
+    if rec.status is not Status.ACTIVE:
+        return Profile(items=[], chars_used=0, updated_at=None)
+    items = cut(stored_items(rec), max_chars, datetime.now(UTC))
+    return Profile(
+        items=[
+            ProfileItem(
+                text=i.text, entity=i.entity, memory_ids=list(i.memory_ids), msg_ids=list(i.msg_ids)
+            )
+            for i in items
+        ],
+        chars_used=sum(len(i.text) for i in items),
+        updated_at=rec.updated_at if items else None,
+    )
+
+
 @router.post("/profile", response_model=Envelope[Profile])
 def profile(body: ProfileRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """The user's profile in ``scope`` within ``max_chars`` (module docstring)."""
+    if body.entity is None:
+        stored = stored_profile(svc, caller, body.user_id, body.scope, body.max_chars)
+        if stored is not None:
+            return ok(stored)
     records = scope_records(svc, caller, body.user_id, body.scope)
     names: dict[str, str] = {}
     if body.entity is not None:

@@ -1,0 +1,96 @@
+"""The writer keeps each user's stored profiles current (docs/architecture.md#the-profile).
+
+After an input is applied, every user whose memories it changed (a change row of
+another op than NONE) gets each scope's profile planned again from the hot index
+(``core.derived.next_profile``: a plan is remembered per the memories as they are, so an
+unchanged scope costs a lookup) and a new version written in the same batch when it
+reads differently. The batch is durable before the call that caused it returns, so a
+deleted, superseded or purged memory is out of every profile by then.
+
+The profiles a user holds are read once per hot index from ClickHouse and followed from
+then on (``UserIndex.derived``), so a replay finds its own earlier versions and writes
+nothing twice. A user's or admin's delete of a memory also blanks the words of every
+profile version whose change row cites it (``WriteBatch.sanitize_cited``); an eviction's
+delete waits for the physical purge, as the memory's own rows do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+
+from core.derived import cited, is_derived, is_profile_id, next_profile, profile_id, scopes
+from core.user_index import UserIndex
+from core.write_batch import WriteBatch
+from dataflows.ingest.recorder import Recorder
+from dataflows.runtime import Runtime
+from schemas.enums import DERIVED_TYPES, OpSource, OpType, Status
+from schemas.memory import MemoryRecord
+from schemas.tenants import UserKey
+
+QUIET = frozenset({OpType.NONE})
+BLANKING = frozenset({OpSource.USER, OpSource.ADMIN})
+
+
+def derive(rt: Runtime, batch: WriteBatch, cause: str, now: datetime) -> None:
+    """Add to ``batch`` the profile versions its changes call for (module docstring)."""
+    users: dict[UserKey, None] = {}
+    for c in batch.changes:
+        if c.op_type not in QUIET and not is_profile_id(c.memory_id):
+            users.setdefault(UserKey(c.tenant_id, c.user_id))
+    gone = [
+        (UserKey(c.tenant_id, c.user_id), c.memory_id)
+        for c in batch.changes
+        if c.op_type is OpType.DELETE and c.op_source in BLANKING and not is_profile_id(c.memory_id)
+    ]
+    for user in users:
+        idx = rt.cache.get(user.user_id, tenant=user.tenant)
+        with idx.lock:
+            _derive(rt, idx, user, batch, cause, now)
+    batch.sanitize_cited.extend(gone)
+
+
+def _derive(
+    rt: Runtime, idx: UserIndex, user: UserKey, batch: WriteBatch, cause: str, now: datetime
+) -> None:
+    held = _held(rt, idx, user)
+    for rec in batch.memories:  # the batch's own versions of them (a purge's)
+        if is_derived(rec) and rec.user_id == user.user_id and rec.tenant_id == user.tenant:
+            held[rec.memory_id] = rec
+    records = list(idx.records.values())
+    wanted = scopes(records) | {r.app_id for r in held.values() if r.status is Status.ACTIVE}
+    rc = Recorder(batch, now, cause, idx)
+    for app_id in sorted(wanted, key=lambda a: a or ""):
+        pid = profile_id(user.tenant, user.user_id, app_id)
+        old = held.get(pid)
+        new = next_profile(records, app_id, old, tenant=user.tenant, user_id=user.user_id, now=now)
+        if new is None:
+            continue
+        rc.derive(old, _blank(new), _reason(app_id, old, new))
+        held[pid] = new
+
+
+def _held(rt: Runtime, idx: UserIndex, user: UserKey) -> dict[str, MemoryRecord]:
+    if idx.derived is None:
+        rows = rt.memories.load(
+            user.user_id, statuses=[Status.ACTIVE], mem_types=DERIVED_TYPES, tenant=user.tenant
+        )
+        idx.derived = {r.memory_id: r for r in rows}
+    return idx.derived
+
+
+def _blank(rec: MemoryRecord) -> MemoryRecord:
+    """A retired profile keeps none of the words (it is derived: nothing to restore)."""
+    if rec.status is Status.ACTIVE:
+        return rec
+    return dataclasses.replace(
+        rec, content="", custom_tags={}, source_msg_ids=[], source_msg_id=None, entities=[]
+    )
+
+
+def _reason(app_id: str | None, old: MemoryRecord | None, new: MemoryRecord) -> str:
+    """Names the scope and every memory either version cites: the change row a later
+    delete of one of them blanks (``WriteBatch.sanitize_cited``)."""
+    ids = list(dict.fromkeys([*(cited(old) if old else []), *cited(new)]))
+    scope = f"app {app_id}" if app_id else "GLOBAL"
+    return f"profile of {scope}; cites {' '.join(ids)}" if ids else f"profile of {scope}"
