@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 KAFKA_LIB := ops/kafka/lib
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: up down status test lint deps venv redis chromium kafka-jars clean-data help chart-check
+.PHONY: up down status test lint deps venv redis chromium node kafka-jars clean-data help chart-check
 
 help:
 	@echo "make up      start Kafka, Redis and the node (API on 127.0.0.1:8000)"
@@ -25,7 +25,7 @@ down:
 status:
 	@$(VENV)/bin/memstream status
 
-test: deps chromium venv
+test: deps chromium node venv
 	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 lint: venv
@@ -57,6 +57,13 @@ chromium:
 	  echo "installing chromium and chromium-driver (apt) ..."; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+# node and npm, for the TypeScript client's tests (clients/typescript; node >= 20)
+node:
+	@{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || { \
+	  echo "installing nodejs and npm (apt) ..."; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; }
 
 kafka-jars: $(KAFKA_LIB)/.complete
 
