@@ -6,13 +6,15 @@ recall's path), one list in field order: times as integer µs since the epoch,
 enums by value (``schemas.memory.MemoryRecord``'s fields, so a new field changes the
 layout and an old blob is refused with ValueError, never misread). ~350 bytes for a
 60-character memory, against ~2.7 KB for the object, its datetimes and strings; and
-a bytes object is one allocation the cyclic GC never scans. Decoding costs ~7 µs, so
-readers decode only the memories they look at (recall: its candidates).
+a bytes object is one allocation the cyclic GC never scans. Decoding costs ~4 µs, so
+readers decode only the memories they look at (recall: its candidates). Encoding costs
+~2.5 µs (~17 µs through ``json``): a user loaded from the stores encodes every memory.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,22 +36,33 @@ _KINDS = [("t" if n in _TIMES else "e" if n in _ENUMS else "") for n in FIELDS]
 _US = timedelta(microseconds=1)
 
 
+_T_POS = [i for i, kind in enumerate(_KINDS) if kind == "t"]
+_ENUM_POS = [i for i, kind in enumerate(_KINDS) if kind == "e"]
+_GET = operator.attrgetter(*FIELDS)  # every field in one call, in field order
+
+
 def values(m: MemoryRecord) -> list[Any]:
     """The record's fields as JSON values, in field order."""
-    out: list[Any] = []
-    for name, kind in zip(FIELDS, _KINDS, strict=True):
-        value = getattr(m, name)
-        if kind == "t":
-            value = None if value is None else (value - EPOCH) // _US
-        elif kind == "e":
-            value = value.value
-        out.append(value)
+    out: list[Any] = list(_GET(m))
+    for i in _T_POS:
+        if (value := out[i]) is not None:
+            out[i] = (value - EPOCH) // _US
+    for i in _ENUM_POS:
+        out[i] = out[i]._value_  # ``.value`` is a descriptor: ~5× slower
     return out
 
 
 def encode(m: MemoryRecord) -> bytes:
-    # not orjson.dumps: its bytes keep a 4 KB allocation whatever their length
-    return json.dumps(values(m), ensure_ascii=False, separators=(",", ":")).encode()
+    return encode_values(values(m))
+
+
+def encode_values(vals: list[Any]) -> bytes:
+    """The bytes of a record's field values (``values``)."""
+    try:
+        # copied out of orjson's bytes, which keep an ~8 KB allocation whatever their length
+        return bytes(memoryview(orjson.dumps(vals)))
+    except orjson.JSONEncodeError:  # what orjson refuses (a lone surrogate): as json says
+        return json.dumps(vals, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def parse(data: bytes) -> list[Any]:
@@ -63,7 +76,6 @@ def parse(data: bytes) -> list[Any]:
     return out
 
 
-_T_POS = [i for i, kind in enumerate(_KINDS) if kind == "t"]
 # by value, without Enum.__call__ (~1 µs a call): a value no member has raises KeyError
 _E_POS = [(i, _ENUMS[FIELDS[i]]._value2member_map_) for i, k in enumerate(_KINDS) if k == "e"]
 
@@ -74,7 +86,7 @@ def build(vals: list[Any]) -> MemoryRecord:
     try:
         for i in _T_POS:
             if (us := args[i]) is not None:
-                args[i] = EPOCH + timedelta(microseconds=us)
+                args[i] = EPOCH + us * _US  # exact, ~2× faster than timedelta(microseconds=)
         for i, members in _E_POS:
             args[i] = members[args[i]]
     except (KeyError, TypeError) as exc:
