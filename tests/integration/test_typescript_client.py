@@ -98,3 +98,13 @@ def test_npm_test_passes_against_the_real_api(api_url, limited_url, keys) -> Non
     counts = {k: int(v) for k, v in re.findall(r"^\S* ?(pass|fail|skipped) (\d+)$", out, re.M)}
     assert counts.get("fail") == 0 and counts.get("skipped") == 0, out[-4000:]
     assert counts.get("pass", 0) >= 20, out[-4000:]  # json + retry + stack tests
+
+
+def test_the_readme_example_is_the_type_checked_one() -> None:
+    """README.md's TypeScript example is ``examples/readme.ts``, which ``npm test``
+    type-checks against the built package."""
+    readme = (PACKAGE.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## TypeScript client", 1)[1]
+    block = re.search(r"```ts\n(.*?)```", section, re.S)
+    assert block, "README.md's TypeScript client section has no ts example"
+    assert block.group(1) in (PACKAGE / "examples" / "readme.ts").read_text(encoding="utf-8")
