@@ -1,16 +1,21 @@
-"""`memstream entities backfill [--tenant T] [--user ID] [--batch N]`: link the entities
-of memories stored before entities were extracted (docs/operations.md#entities-backfill).
+"""`memstream entities backfill [--tenant T] [--user ID] [--batch N] [--rescan]`: link the
+entities of memories stored before entities were extracted
+(docs/operations.md#entities-backfill).
 
 It needs a running node (`memstream up`, or the node of a deployment reached on its
 loopback API): the node reads its own store, which the CLI cannot open while the node
 holds it, and every link is written by the user's keyed writer, ordered with the user's
-other writes. The CLI asks the node which users have ACTIVE or ARCHIVED memories with no
-links (``POST /admin/v1/entities/pending``), then sends each user's memories page by page,
-oldest first (``POST /admin/v1/entities/backfill``), each page one ``entities_backfill``
-command. The writer re-reads each memory and links only one that still has no links, so
-the command is safe to run twice, or again after an interruption: a second run reads
-the same memories again (those whose words name nothing stay without links) and links
-nothing new.
+other writes. The CLI asks the node which users have ACTIVE or ARCHIVED memories still
+to read (``POST /admin/v1/entities/pending``: no links, created before the store
+extracted entities at ingest, past where the backfill last read the user), then sends
+each user's memories page by page, oldest first (``POST /admin/v1/entities/backfill``),
+each page one ``entities_backfill`` command; the node records how far each user is read
+as each page is answered. The writer re-reads each memory and links only one that still
+has no links, so the command is safe to run twice, or again after an interruption: a
+second run reads none of the memories the first one read (those whose words name
+nothing included), and goes on where an interrupted one stopped. ``--rescan`` reads
+every memory with no links again (after a change of the rules or of an app's
+``entity_types``).
 
 Progress on stderr; on stdout one JSON summary ``{users, memories_seen,
 memories_linked}``. Exit codes: 0 done, 1 no node answered or a page failed (the
@@ -40,7 +45,8 @@ NEEDS_NODE = (
 DESCRIPTION = (
     "Link the entities of the ACTIVE and ARCHIVED memories stored before entities were "
     "extracted. Needs a running node (`memstream up`). Safe to run twice: a second run "
-    "links nothing new. Progress on stderr; a JSON summary {users, memories_seen, "
+    "reads none of the memories the first one read (--rescan reads every memory with no "
+    "links again). Progress on stderr; a JSON summary {users, memories_seen, "
     "memories_linked} on stdout."
 )
 
@@ -67,6 +73,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--batch", type=_positive, default=BATCH, help=f"memories per command (default {BATCH})"
     )
     back.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a page")
+    back.add_argument(
+        "--rescan",
+        action="store_true",
+        help="read every memory with no links again, also those an earlier run read",
+    )
     back.set_defaults(func=run)
 
 
@@ -91,6 +102,8 @@ def execute(settings: Settings, args: argparse.Namespace) -> int:
     with _client(settings, args.timeout) as http:
         try:
             ask: dict[str, Any] = {"tenant": args.tenant, "user_id": args.user}
+            if _rescan(args):
+                ask["rescan"] = True
             users = _post(http, "/admin/v1/entities/pending", ask)["users"]
         except NodeUnreachable as exc:
             print(f"{NEEDS_NODE} ({exc})", file=sys.stderr)
@@ -99,13 +112,13 @@ def execute(settings: Settings, args: argparse.Namespace) -> int:
             print(f"memstream entities backfill: {exc}", file=sys.stderr)
             return 1
         total = sum(int(u["pending"]) for u in users)
-        print(f"{len(users)} users, {total} memories without entities", file=sys.stderr)
+        print(f"{len(users)} users, {total} memories without entities to read", file=sys.stderr)
         bar = tqdm(total=total, unit="mem", desc="linking", file=sys.stderr)
         failed = None
         with bar:
             for u in users:
                 try:
-                    _user(http, u, args.batch, summary, bar)
+                    _user(http, u, args.batch, summary, bar, _rescan(args))
                 except (NodeUnreachable, Refused) as exc:
                     failed = f"user {u['user_id']} ({u['tenant_id']}): {exc}"
                     break
@@ -116,14 +129,29 @@ def execute(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _rescan(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "rescan", False))
+
+
 def _user(
-    http: httpx.Client, user: dict[str, Any], batch: int, summary: dict[str, int], bar: Any
+    http: httpx.Client,
+    user: dict[str, Any],
+    batch: int,
+    summary: dict[str, int],
+    bar: Any,
+    rescan: bool = False,
 ) -> None:
-    """Every page of one user's unlinked memories, through the node."""
+    """Every page of one user's memories still to read, through the node."""
     after: str | None = None
     summary["users"] += 1
     while True:
-        body = {"tenant": user["tenant_id"], "user_id": user["user_id"], "batch": batch}
+        body: dict[str, Any] = {
+            "tenant": user["tenant_id"],
+            "user_id": user["user_id"],
+            "batch": batch,
+        }
+        if rescan:
+            body["rescan"] = True
         if after:
             body["after"] = after
         page = _post(http, "/admin/v1/entities/backfill", body)

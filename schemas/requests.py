@@ -364,16 +364,19 @@ class EntitiesPendingRequest(_Body):
 
     tenant: TenantId | None = None
     user_id: UserId | None = None
+    rescan: StrictBool = False  # every unlinked memory, read before or not
 
 
 class EntitiesBackfillRequest(_Body):
     """``/admin/v1/entities/backfill``: link one page of a user's memories stored before
-    entities; ``after``: the cursor the previous page answered."""
+    entities; ``after``: the cursor the previous page answered (none: where the last run
+    stopped, or from the first with ``rescan``)."""
 
     tenant: TenantId | None = None
     user_id: UserId
     batch: StrictInt = Field(default=200, ge=1, le=MAX_BACKFILL_BATCH)
     after: Annotated[IdText, StringConstraints(max_length=200)] | None = None
+    rescan: StrictBool = False
 
 
 class SqlRequest(_Body):

@@ -4,8 +4,9 @@ Memories stored before entities existed (``entities == []``) are written here st
 to the stores, as an older node did. The command, through a running API and the keyed
 writer, links the ACTIVE and ARCHIVED ones whose words name something (one change row
 each, ``memory_entities`` rows with the memory's status), leaves a DELETED one and one
-that names nothing as they are, and a second run links nothing new. With no node it
-says it needs one.
+that names nothing as they are, and a second run reads none of what the first read
+(nor a memory made since entities, which ingest read); ``--rescan`` reads the unlinked
+ones again. With no node it says it needs one.
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ pytestmark = pytest.mark.integration
 T0 = datetime(2024, 1, 10, 9, 0, tzinfo=UTC)
 
 
-def _seed(runtime, tenant: str, user_id: int, texts: list[tuple[str, Status]]) -> list[str]:
-    """Old-shaped memories (no links) written as an older node wrote them."""
+def _seed(
+    runtime, tenant: str, user_id: int, texts: list[tuple[str, Status]], start: datetime = T0
+) -> list[str]:
+    """Old-shaped memories (no links) written as an older node wrote them (``start``: when
+    the first was made; T0 is before the test store extracted entities)."""
     recs, changes, vectors = [], [], {}
     for i, (text, status) in enumerate(texts):
-        at = T0 + timedelta(minutes=i)
+        at = start + timedelta(minutes=i)
         mid = f"m_{uuid.uuid4().hex[:24]}"
         recs.append(
             MemoryRecord(
@@ -119,7 +123,7 @@ def test_backfill_links_old_memories_once(node, runtime, capsys, user_id) -> Non
     code, summary, err = _run(node, capsys, tenant=tenant)
     assert code == 0, err
     assert summary == {"users": 2, "memories_seen": 4, "memories_linked": 3}
-    assert "2 users, 4 memories without entities" in err
+    assert "2 users, 4 memories without entities to read" in err
 
     def links(uid: int, mid: str, t: str = tenant) -> dict[str, str]:
         rec = runtime.memories.get(uid, mid, tenant=t)
@@ -138,12 +142,23 @@ def test_backfill_links_old_memories_once(node, runtime, capsys, user_id) -> Non
     backfilled = [c for c in rows if c.op_type == "UPDATE"]
     assert len(backfilled) == 1 and backfilled[0].op_source == "SYSTEM"
 
-    # a second run reads the memory that names nothing again, and links nothing new
+    # a memory made since the store extracts entities was read at ingest: not pending
+    (coffee,) = _seed(
+        runtime, tenant, user_id, [("I like black coffee.", Status.ACTIVE)], datetime.now(UTC)
+    )
+    # a second run reads nothing: the memory that names nothing was read by the first
     code, again, err = _run(node, capsys, tenant=tenant)
     assert code == 0, err
-    assert again == {"users": 1, "memories_seen": 1, "memories_linked": 0}
+    assert again == {"users": 0, "memories_seen": 0, "memories_linked": 0}
+    assert "0 users, 0 memories without entities to read" in err
     rows, _ = runtime.changelog.query(user_id, tenant=tenant, memory_ids=[sister], limit=10)
     assert len([c for c in rows if c.op_type == "UPDATE"]) == 1
+
+    # --rescan reads every memory with no links again, and still links nothing new
+    code, rescanned, err = _run(node, capsys, tenant=tenant, rescan=True)
+    assert code == 0, err
+    assert rescanned == {"users": 1, "memories_seen": 2, "memories_linked": 0}
+    assert links(user_id, tea) == {} and links(user_id, coffee) == {}
 
 
 def test_one_user_only(node, runtime, capsys, user_id) -> None:
@@ -170,6 +185,7 @@ def test_the_admin_endpoints_refuse_bad_bodies(node, capsys) -> None:
         ("backfill", {}),  # no user
         ("backfill", {"user_id": 1, "batch": 0}),
         ("backfill", {"user_id": 1, "after": "not-a-cursor"}),
+        ("backfill", {"user_id": 1, "rescan": "yes"}),
         ("pending", {"tenant": "Bad Tenant!"}),
     ]
     for path, body in bad:
