@@ -84,6 +84,17 @@ _WORK_TITLE_BEFORE = frozenset(
 _QUOTED = re.compile(
     r"(?:^|(?<=[\s(\[]))['‘\"“](?P<q>[^\n'‘’\"“”]*(?:['’][a-z0-9][^\n'‘’\"“”]*)*)['’\"”](?=$|[\s.,;:!?)\]])"
 )
+_ABSTRACT_ENDS = (
+    "tion",
+    "sion",
+    "ment",
+    "ness",
+    "ity",
+    "ship",
+    "ism",
+    "ogy",
+)  # not -ence: Florence
+_BRACKETED = re.compile(r"\[(?P<q>[^\[\]\n]*)\]")  # "[Friend's Name]": a placeholder
 _TITLE_SMALL = frozenset("of the a an and or & to for in on with at by from vs".split())
 # What stands between two items of one list ("Burgundy, Oregon and California").
 _LIST_GAP = re.compile(r"\s*(?:[,/&;]\s*(?:and\s+|or\s+)?|and\s+|or\s+)")
@@ -151,7 +162,7 @@ def _title_quotes(text: str) -> list[tuple[int, int]]:
     '78'): every word capitalised but small ones. A quoted sentence ('Anna sits down')
     is none: the names in it are names."""
     out = []
-    for m in _QUOTED.finditer(text):
+    for m in (*_QUOTED.finditer(text), *_BRACKETED.finditer(text)):
         words = [x.group() for x in _WORD.finditer(m.group("q"))]
         if words and all(x[0].isupper() or x.casefold() in _TITLE_SMALL for x in words):
             out.append(m.span("q"))
@@ -165,6 +176,12 @@ def _shared_by_lists(
     organisation or product type of a neighbour typed by its words or cue ("Burgundy,
     Oregon and California", "Tekapo, Mt Cook, Queenstown")."""
     out = list(typed)
+    strong = {entity_key(" ".join(s.words)): k for s, k, sure in out if sure and k != "other"}
+    for i, (span, _kind, sure) in enumerate(out):
+        key = entity_key(" ".join(span.words))
+        longer = [k for name, k in strong.items() if name.startswith(key + " ")]
+        if not sure and len(set(longer)) == 1:
+            out[i] = (span, longer[0], True)  # "Sieben Linden Ecovillage … Sieben Linden"
     for order in (range(len(out) - 1), range(len(out) - 2, -1, -1)):
         for i in order:
             (a, ka, sa), (b, kb, sb) = out[i], out[i + 1]
@@ -255,6 +272,8 @@ def _opens_sentence(text: str, prev: re.Match[str] | None, m: re.Match[str]) -> 
     gap = text[prev.end() : m.start()]
     if "\n" in gap or '"' in gap or "“" in gap or ":" in gap:
         return True
+    if re.match(r"\.\s*,", gap.strip()):
+        return False  # "e.g., Lekki": no sentence ends with ".,"
     if re.search(r"[.!?]", gap):
         return not (gap.strip() == "." and prev.group().casefold() in _ABBREVIATIONS)
     return False
@@ -350,9 +369,12 @@ def _type(span: _Span, speakers: Collection[str], text: str) -> tuple[str, bool]
 
 def _a_thing(span: _Span, text: str) -> bool:
     """Read as a thing, not someone: a label with its number ("Scene 1", "Phase 2"),
-    "the" before it ("the Asanify bot"), or several words opening a sentence with no
-    word saying they are someone ("Upper Body Strength session is skipped")."""
+    "the" before it ("the Asanify bot"), a word made like an abstract noun ("Advisor
+    Selection", "Fitness": no one is named …tion or …ness), or several words opening a
+    sentence with no word saying they are someone ("Upper Body Strength is skipped")."""
     if re.match(r"[ \t]+#?\d", text[span.end :]):
+        return True
+    if any(len(x) > 5 and x.casefold().endswith(_ABSTRACT_ENDS) for x in span.words):
         return True
     if span.before[-1:] == ("the",):
         return True

@@ -318,6 +318,22 @@ def test_quoted_titles_labels_and_the_things_are_no_people(text) -> None:
     assert names(text, "person") == []
 
 
+def test_placeholders_and_abstract_nouns_are_no_people() -> None:
+    assert names("Hey [Friend's Name], sorry I was away.", "person") == []
+    assert names("User is 'Accountable' for Advisor Selection and Fitness.", "person") == []
+    assert names("I had dinner with Florence and Lawrence.", "person") == ["Florence", "Lawrence"]
+
+
+def test_a_shorter_name_of_a_place_said_in_full_is_that_place() -> None:
+    got = kinds("Sieben Linden Ecovillage has rooms; contact Sieben Linden directly.")
+    assert got == {"Sieben Linden Ecovillage": "place", "Sieben Linden": "place"}
+
+
+def test_an_abbreviation_with_a_comma_opens_no_sentence() -> None:
+    # "Lyon" is no sentence opener, and Paris makes the list places
+    assert kinds("We toured cities, e.g., Lyon and Paris.") == {"Lyon": "place", "Paris": "place"}
+
+
 def test_the_user_and_the_assistant_are_no_entity() -> None:
     assert names("User said the Assistant helped.") == []
     assert names("Assistant suggested a trip.", speaker_names=["Priya", "Assistant"]) == []
