@@ -4,7 +4,8 @@
  *     MemstreamError           anything this client throws (`code` null unless the API said one)
  *     ├── ApiError             the API answered `code` != 0: `code`, `msg`, `traceId`,
  *     │                        `httpStatus`, `requestId` (a write's, to resend), `data`, `retryAfterS`
- *     ├── TransportError       no answer (refused, reset, timed out; `cause` is fetch's error)
+ *     ├── TransportError       no answer (refused, reset, timed out; `cause` is fetch's error,
+ *     │                        `nothingSent` when the connection was never made)
  *     ├── ProtocolError        the answer is not memstream's envelope (a proxy's page)
  *     └── TaskPending          `waitTask`/`waitExport` ran out of time (the work goes on)
  *
@@ -37,6 +38,7 @@ export interface ErrorDetails {
   data?: unknown;
   retryAfterS?: number | null;
   cause?: unknown;
+  nothingSent?: boolean;
 }
 
 /** The base of everything this client throws. */
@@ -80,7 +82,15 @@ export class ApiError extends MemstreamError {
 }
 
 /** The request got no answer. A write may still have landed: resend it with `requestId`. */
-export class TransportError extends MemstreamError {}
+export class TransportError extends MemstreamError {
+  /** the connection was never made, so nothing reached the server */
+  readonly nothingSent: boolean;
+
+  constructor(message: string, details: ErrorDetails = {}) {
+    super(message, details);
+    this.nothingSent = details.nothingSent ?? false;
+  }
+}
 
 /** The server answered something that is not a memstream envelope. */
 export class ProtocolError extends MemstreamError {}

@@ -101,16 +101,6 @@ export function retryAfterS(value: string | null): number | null {
   return Number.isFinite(when) ? Math.max(0, (when - Date.now()) / 1000) : null;
 }
 
-/** Why a TransportError happened: whether anything was sent before it. */
-class Unanswered extends TransportError {
-  readonly nothingSent: boolean;
-
-  constructor(message: string, requestId: string | null, cause: unknown, nothingSent: boolean) {
-    super(message, { requestId, cause });
-    this.nothingSent = nothingSent;
-  }
-}
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class Transport {
@@ -122,6 +112,10 @@ export class Transport {
 
   constructor(baseUrl: string = DEFAULT_URL, options: ClientOptions = {}) {
     this.baseUrl = baseUrl.replace(/\/+$/, "");
+    if (!/^https?:\/\/[^/]/.test(this.baseUrl) || !URL.canParse(this.baseUrl)) {
+      // refused here, not sent (and retried) as a request that can never go out
+      throw new MemstreamError(`the API's base URL must be http(s)://host[:port]: ${baseUrl}`);
+    }
     this.retry = Object.freeze({ ...DEFAULT_RETRY, ...options.retry });
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
@@ -185,7 +179,7 @@ export class Transport {
 
   private transient<T>(err: unknown, call: Call<T>): boolean {
     const idempotent = call.idempotent ?? true;
-    if (err instanceof Unanswered) return err.nothingSent || idempotent;
+    if (err instanceof TransportError) return err.nothingSent || idempotent;
     if (!(err instanceof ApiError)) return false;
     return err.httpStatus === 429 || (err.httpStatus === 503 && idempotent);
   }
@@ -219,16 +213,18 @@ export class Transport {
   }
 }
 
-function unanswered<T>(call: Call<T>, err: unknown): Unanswered {
-  const cause = (err as { cause?: { code?: unknown } } | null)?.cause;
-  const code = typeof cause?.code === "string" ? cause.code : "";
+function unanswered<T>(call: Call<T>, err: unknown): TransportError {
+  // undici's cause has the socket's code; a happy-eyeballs connect, an AggregateError's
+  type Cause = { code?: unknown; errors?: { code?: unknown }[] };
+  const cause = (err as { cause?: Cause } | null)?.cause;
+  const found = cause?.code ?? cause?.errors?.[0]?.code;
+  const code = typeof found === "string" ? found : "";
   const what = code || (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
-  return new Unanswered(
-    `${call.method} ${call.path}: no answer (${what})`,
-    call.requestId ?? null,
-    err,
-    NOT_SENT.has(code),
-  );
+  return new TransportError(`${call.method} ${call.path}: no answer (${what})`, {
+    requestId: call.requestId ?? null,
+    cause: err,
+    nothingSent: NOT_SENT.has(code),
+  });
 }
 
 /** `data` of the envelope, or the `ApiError` of its code. */

@@ -122,7 +122,12 @@ test("a dropped connection: a write is resent with its key, an export is not", a
 
   seen.length = 0;
   script = ["drop"];
-  await assert.rejects(memory.export(7), (err) => err instanceof TransportError && err.code === null);
+  await assert.rejects(memory.export(7), (err) => {
+    assert.ok(err instanceof TransportError && err.name === "TransportError");
+    assert.equal(err.code, null);
+    assert.equal(err.nothingSent, false); // the request went out: it may have started one
+    return true;
+  });
   assert.equal(seen.length, 1);
 });
 
@@ -135,6 +140,7 @@ test("no server at all: a TransportError after the attempts", async () => {
   await assert.rejects(memory.addStructured(7, "x", { requestId: "r-1" }), (err) => {
     assert.ok(err instanceof TransportError);
     assert.equal(err.requestId, "r-1");
+    assert.equal(err.nothingSent, true);
     assert.match(err.message, /ECONNREFUSED/);
     return true;
   });
@@ -187,4 +193,11 @@ test("waitTask polls until done; a failed task throws its code; a slow one TaskP
     (err) => err instanceof TaskPending && err.taskId === "t_9" && err.status === "processing",
   );
   script = [];
+});
+
+test("a base URL that is not http(s) is refused at once", () => {
+  for (const bad of ["localhost:8000", "", "ftp://host", "http://"]) {
+    assert.throws(() => new MemstreamClient(bad), MemstreamError, bad);
+  }
+  assert.equal(new MemstreamClient("http://127.0.0.1:8000/").baseUrl, "http://127.0.0.1:8000");
 });
