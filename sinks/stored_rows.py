@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from core.logs import describe_error
 from core.metrics import STORE_ROWS_CLAMPED, STORE_ROWS_SKIPPED
-from core.timeutil import from_epoch_ms
 from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
 
 log = logging.getLogger(__name__)
@@ -39,6 +38,9 @@ TIME_COLUMNS = frozenset({
     "archived_at", "deleted_at", "valid_at", "invalid_at",
 })  # fmt: skip
 MS_SUFFIX = "__ms"
+_AS_MS = {c: c + MS_SUFFIX for c in TIME_COLUMNS}  # named once, not once a row and column
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
 
 
 def select_list(columns: Iterable[str]) -> str:
@@ -53,11 +55,13 @@ def select_list(columns: Iterable[str]) -> str:
 
 def instant(row: dict[str, Any], column: str) -> datetime | None:
     """The UTC instant of ``column`` in a row read through ``select_list``."""
-    ms = row[column + MS_SUFFIX]
+    ms = row[_AS_MS.get(column) or column + MS_SUFFIX]
     if ms is None:
         return None
     try:
-        return from_epoch_ms(int(ms))
+        # core.timeutil.from_epoch_ms, exact as it is, ~2× faster: a stored user's load
+        # reads ~4 instants a row
+        return _EPOCH + int(ms) * _MS
     except OverflowError:
         at = STORE_TIME_MAX if ms > 0 else STORE_TIME_MIN
         STORE_ROWS_CLAMPED.inc()
