@@ -21,7 +21,10 @@ A profile is one memory of ``mem_type`` PROFILE:
   every memory's are);
 - **planned at** :data:`STORED_CHARS`: a caller's smaller budget takes the items in
   order that fit whole; a larger one is planned on read;
-- a scope left with nothing to say retires its profile (DELETED).
+- a scope left with nothing to say retires its profile (DELETED);
+- with an LLM, the writer writes the plan first and asks for a summary of it after
+  (``dataflows.ingest.derive``): the summary (:func:`summarized`) names the plan it says
+  in ``custom_tags["profile_plan"]``, so the same plan later keeps it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from schemas.memory import EntityLink, MemoryRecord
 
 STORED_CHARS = 4000  # the stored plan's budget; a larger ask is planned on read
 TAG = "profile"  # custom_tags key of the items' citations
+PLAN_TAG = "profile_plan"  # custom_tags key: the plan an LLM summary says (its hash)
 PREFIX = "p_"  # a profile's memory id: PREFIX + hex (``profile_id``)
 
 
@@ -78,18 +82,42 @@ def next_profile(
 ) -> MemoryRecord | None:
     """The scope's profile as ``records`` (the user's ACTIVE memories) say it, when it
     differs from ``held`` (the stored one, or None); None when nothing changes."""
-    items = plan_profile([r for r in records if in_scope(r, app_id)], STORED_CHARS, now=now)
+    items = plan_of(records, app_id, now)
     by_id = {r.memory_id: r for r in records}
     if not items:
         if held is None or held.status is not Status.ACTIVE:
             return None
         return dataclasses.replace(held, status=Status.DELETED, deleted_at=now, updated_at=now)
     rec = _record(items, by_id, app_id, tenant=tenant, user_id=user_id, now=now)
-    if held is not None and held.status is Status.ACTIVE and _same(held, rec):
-        return None
+    if (
+        held is not None
+        and held.status is Status.ACTIVE
+        and (_same(held, rec) or held.custom_tags.get(PLAN_TAG) == rec.content_hash)
+    ):
+        return None  # the same plan, or an LLM summary of it
     if held is not None:
         rec = dataclasses.replace(rec, created_at=held.created_at, valid_at=held.valid_at)
     return rec
+
+
+def summarized(
+    held: MemoryRecord, items: Sequence[ProfileItem], records: Sequence[MemoryRecord], now: datetime
+) -> MemoryRecord:
+    """``held`` (a plan) said as ``items``, the LLM's summary of it: the same scope,
+    remembering which plan it summarises (a later plan that is the same keeps it)."""
+    by_id = {r.memory_id: r for r in records}
+    rec = _record(items, by_id, held.app_id, tenant=held.tenant_id, user_id=held.user_id, now=now)
+    tags: JsonObject = {**rec.custom_tags, PLAN_TAG: held.content_hash}
+    return dataclasses.replace(
+        rec, custom_tags=tags, created_at=held.created_at, valid_at=held.valid_at
+    )
+
+
+def plan_of(
+    records: Sequence[MemoryRecord], app_id: str | None, now: datetime
+) -> list[ProfileItem]:
+    """The plan a scope's stored profile is made from."""
+    return plan_profile([r for r in records if in_scope(r, app_id)], STORED_CHARS, now=now)
 
 
 def cited(rec: MemoryRecord) -> list[str]:

@@ -114,6 +114,7 @@ class UserIndex:
         # the user's stored profiles by id (docs/architecture.md#the-profile), read by the
         # writer from the stores on first use and followed from then on; never searched
         self.derived: dict[str, MemoryRecord] | None = None
+        self.derived_seen = 0  # versions of them mirrored so far (``note_derived``)
 
     def __len__(self) -> int:
         return len(self.columns.ids)
@@ -244,6 +245,14 @@ class UserIndex:
             is_persona(Ownership(vals[_P_OWN]), vals[_P_TAGS]),
             vals[_P_EXPIRE] or 0,
         )
+
+    def note_derived(self, record: MemoryRecord) -> None:
+        """A written version of one of the user's profiles (under ``lock``): followed
+        when they are held, and counted, so a reader that loaded them from the store
+        before this version keeps none of what it read."""
+        self.derived_seen += 1
+        if self.derived is not None:
+            self.derived[record.memory_id] = record
 
     def note_status(self, record: MemoryRecord) -> None:
         """Keep ``dormant`` in step with a record that left or (re)entered ARCHIVED."""

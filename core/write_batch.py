@@ -13,6 +13,7 @@ from datetime import datetime
 
 import numpy as np
 
+from schemas.commands import Command
 from schemas.enums import OpSource, OpType
 from schemas.memory import ChangeRecord, EntityLink, MemoryRecord
 from schemas.tenants import UserKey
@@ -34,6 +35,8 @@ class WriteBatch:
     # memories deleted by a user or admin: the change rows of the profiles that cite them
     # lose their words (docs/architecture.md#the-profile)
     sanitize_cited: list[tuple[UserKey, str]] = field(default_factory=list)
+    # commands to send once this batch is durable (a profile's LLM summary)
+    followups: list[Command] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -53,6 +56,7 @@ class WriteBatch:
         self.shred_users.extend(other.shred_users)
         self.unlinked.extend(other.unlinked)
         self.sanitize_cited.extend(other.sanitize_cited)
+        self.followups.extend(other.followups)
 
 
 def change(

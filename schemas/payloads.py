@@ -131,6 +131,15 @@ class ConsolidatePayload(_Payload):
     reply: bool = True
 
 
+class ProfileSummaryPayload(_Payload):
+    """``profile_summary``: summarise a scope's stored profile with the LLM, when it is
+    still the plan ``plan`` names (its content hash); sent by the writer after it wrote
+    that plan (docs/architecture.md#the-profile)."""
+
+    app_id: ScopeId | None = None
+    plan: str = Field(min_length=1, max_length=128)
+
+
 # --- entities (docs/api.md#entityupdate) --------------------------------------------------
 
 ENTITY_UPDATE_OP = "entity_update"

@@ -28,7 +28,7 @@ from core.lexical import indexed_text, term_counts
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch
-from schemas.enums import Status
+from schemas.enums import DERIVED_TYPES, Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
 from sinks.memory_store import MemoryStore
@@ -383,6 +383,9 @@ class HotCache:
             if idx is None:
                 continue
             with idx.lock:
+                if m.mem_type in DERIVED_TYPES:  # a profile: followed, never searched
+                    idx.note_derived(m)
+                    continue
                 idx.note_status(m)
                 vec = batch.vectors.get(m.memory_id)
                 if m.status is Status.ACTIVE and m.invalid_at is None:

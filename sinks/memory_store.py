@@ -39,7 +39,7 @@ from core.logs import describe_error
 from core.retry import retrying
 from core.write_batch import WriteBatch
 from schemas.enums import DERIVED_TYPES, Level, MemType, Ownership, Status
-from schemas.events import TOPIC_CHANGES
+from schemas.events import TOPIC_CHANGES, TOPIC_COMMANDS
 from schemas.json_types import JsonObject
 from schemas.limits import clip_tags
 from schemas.memory import ChangeRecord, EntityLink, MemoryRecord, tags_json
@@ -126,6 +126,7 @@ class MemoryStore(LifecycleQueries):
             self._write_milvus(batch)
         with timed("changes"):
             self._publish(batch)
+            self._follow_up(batch)
         with timed("cache"):
             for listener in self._listeners:
                 try:
@@ -267,6 +268,17 @@ class MemoryStore(LifecycleQueries):
                 self.stores.kafka.produce_json(topic, str(event["user_id"]), event)
             except StoreUnavailable:
                 log.warning("memory.changes publish skipped: producer queue full")
+
+    def _follow_up(self, batch: WriteBatch) -> None:
+        """The batch's follow-up commands (a profile's LLM summary), now it is durable.
+        One lost to a full queue only leaves the plan in place: the next change of the
+        user's memories asks again."""
+        topic = self.stores.kafka.topic(TOPIC_COMMANDS)
+        for cmd in batch.followups:
+            try:
+                self.stores.kafka.produce_json(topic, str(cmd.user_id), cmd.model_dump(mode="json"))
+            except StoreUnavailable:
+                log.warning("follow-up command skipped: producer queue full")
 
     def stored_hash(self, m: MemoryRecord) -> str:
         """The dedup hash as it leaves the process (ClickHouse, ``memory.changes``): the

@@ -19,15 +19,33 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
-from core.derived import cited, is_derived, is_profile_id, next_profile, profile_id, scopes
+from core.derived import (
+    PLAN_TAG,
+    STORED_CHARS,
+    cited,
+    is_derived,
+    is_profile_id,
+    next_profile,
+    plan_of,
+    profile_id,
+    scopes,
+    summarized,
+)
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch
+from dataflows.ingest.commands import handler
+from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
+from dataflows.ingest.writer import Writer
 from dataflows.runtime import Runtime
+from models.profile_summary import PLAN, summary_or_plan
+from schemas.commands import Command
 from schemas.enums import DERIVED_TYPES, OpSource, OpType, Status
 from schemas.memory import MemoryRecord
+from schemas.payloads import ProfileSummaryPayload
 from schemas.tenants import UserKey
 
+PROFILE_SUMMARY_OP = "profile_summary"
 QUIET = frozenset({OpType.NONE})
 BLANKING = frozenset({OpSource.USER, OpSource.ADMIN})
 
@@ -66,8 +84,14 @@ def _derive(
         new = next_profile(records, app_id, old, tenant=user.tenant, user_id=user.user_id, now=now)
         if new is None:
             continue
-        rc.derive(old, _blank(new), _reason(app_id, old, new))
+        new = _blank(new)
+        rc.derive(old, new, _reason(app_id, old, new))
         held[pid] = new
+        if new.status is Status.ACTIVE and rt.llm.name != "rules":
+            payload = ProfileSummaryPayload(app_id=app_id, plan=new.content_hash)
+            batch.followups.append(
+                Command.new(PROFILE_SUMMARY_OP, "ps", user.user_id, payload, user.tenant)
+            )
 
 
 def _held(rt: Runtime, idx: UserIndex, user: UserKey) -> dict[str, MemoryRecord]:
@@ -94,3 +118,43 @@ def _reason(app_id: str | None, old: MemoryRecord | None, new: MemoryRecord) -> 
     ids = list(dict.fromkeys([*(cited(old) if old else []), *cited(new)]))
     scope = f"app {app_id}" if app_id else "GLOBAL"
     return f"profile of {scope}; cites {' '.join(ids)}" if ids else f"profile of {scope}"
+
+
+@handler(PROFILE_SUMMARY_OP, ProfileSummaryPayload)
+def summarize(writer: Writer, cmd: Command, p: ProfileSummaryPayload, now: datetime) -> Applied:
+    """The LLM's summary of a scope's profile, when it is still the plan ``p.plan``
+    (a later change wrote another plan and asked again). The model is asked outside the
+    index lock; the summary is written only when the plan is still the stored one, and
+    only when it passed ``models.profile_summary``'s check (else the plan stays)."""
+    rt, user = writer.rt, UserKey(cmd.tenant_id, cmd.user_id)
+    pid = profile_id(user.tenant, user.user_id, p.app_id)
+    idx = rt.cache.get(user.user_id, tenant=user.tenant)
+    with idx.lock:
+        held = _held(rt, idx, user).get(pid)
+        if not _is_plan(held, p.plan):
+            return Applied(WriteBatch())
+        records = list(idx.records.values())
+    items, how = summary_or_plan(rt.llm, plan_of(records, p.app_id, now), STORED_CHARS)
+    batch = WriteBatch()
+    if how == PLAN or how.startswith(f"{PLAN},"):
+        return Applied(batch)
+    with idx.lock:
+        held = _held(rt, idx, user).get(pid)
+        if held is None or not _is_plan(held, p.plan):
+            return Applied(batch)
+        rec = summarized(held, items, records, now)
+        Recorder(batch, now, cmd.command_id, idx).derive(
+            held, rec, f"{how}; {_reason(p.app_id, held, rec)}"
+        )
+        _held(rt, idx, user)[pid] = rec
+    return Applied(batch)
+
+
+def _is_plan(held: MemoryRecord | None, plan: str) -> bool:
+    """Is ``held`` the ACTIVE plan ``plan`` names (not a summary, not another plan)?"""
+    return (
+        held is not None
+        and held.status is Status.ACTIVE
+        and held.content_hash == plan
+        and PLAN_TAG not in held.custom_tags
+    )

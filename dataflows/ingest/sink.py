@@ -64,6 +64,7 @@ def merge_applied(items: list[Applied]) -> Applied:
         merged.batch.shred_users.extend(a.batch.shred_users)
         merged.batch.unlinked.extend(a.batch.unlinked)
         merged.batch.sanitize_cited.extend(a.batch.sanitize_cited)
+        merged.batch.followups.extend(a.batch.followups)
         merged.results.extend(a.results)
         merged.command_results.extend(a.command_results)
         merged.rejected.extend(a.rejected)

@@ -43,7 +43,7 @@ from recall_api.access import Caller
 from recall_api.deps import CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from recall_api.recall import Recaller
-from recall_api.routes.profile import scope_records
+from recall_api.routes.profile import scope_records, stored_profile
 from recall_api.routes.recall import recall_params
 from schemas.api import Envelope
 from schemas.errors import ErrorCode
@@ -121,10 +121,16 @@ def _profile(
     svc: Services, caller: Caller, body: ContextRequest, now: datetime
 ) -> tuple[list[MemoryRecord], list[ProfileItem]]:
     """The scope's records (the profile route's rules, from the hot cache when it holds
-    the user) and their profile, planned with the whole budget."""
+    the user) and their profile: the stored one cut to the whole budget, else planned."""
     held = partial(_held, svc, body.user_id, caller.tenant)
     records = scope_records(svc, caller, body.user_id, body.scope, EMPTY, held)
-    return records, plan_profile(records, body.max_chars, now=now)
+    stored = stored_profile(svc, caller, body.user_id, body.scope, body.max_chars, EMPTY)
+    if stored is None:
+        return records, plan_profile(records, body.max_chars, now=now)
+    items = [
+        ProfileItem(i.text, tuple(i.memory_ids), tuple(i.msg_ids), i.entity) for i in stored.items
+    ]
+    return records, items
 
 
 def _compose(

@@ -33,7 +33,7 @@ from recall_api.access import Caller
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from schemas.api import Envelope
-from schemas.enums import Level, Status
+from schemas.enums import DERIVED_TYPES, Level, Status
 from schemas.errors import ErrorCode
 from schemas.memory import MemoryRecord
 from schemas.requests import ProfileRequest, ViewScope
@@ -96,8 +96,38 @@ def _named(item: PlannedItem, by_id: dict[str, MemoryRecord], names: dict[str, s
     return item.entity
 
 
+def held_profiles(svc: Services, user_id: int, tenant: str) -> dict[str, MemoryRecord]:
+    """The user's stored profiles by id: those the hot cache follows when it holds the
+    user (``UserIndex.derived``, kept by every write it mirrors), else read from the
+    store, and then followed when no version was written while they were read."""
+
+    def load() -> dict[str, MemoryRecord]:
+        rows = svc.memories.load(user_id, mem_types=DERIVED_TYPES, tenant=tenant)
+        return {r.memory_id: r for r in rows}
+
+    idx = svc.cache.peek(user_id, tenant=tenant)
+    if idx is None:
+        return load()
+    while True:  # again when a version was written while the store was read
+        with idx.lock:
+            if idx.derived is not None:
+                return dict(idx.derived)
+            seen = idx.derived_seen
+        loaded = load()
+        with idx.lock:
+            if idx.derived is None and idx.derived_seen == seen:
+                idx.derived = loaded
+            if idx.derived is not None:
+                return dict(idx.derived)
+
+
 def stored_profile(
-    svc: Services, caller: Caller, user_id: int, scope: ViewScope, max_chars: int
+    svc: Services,
+    caller: Caller,
+    user_id: int,
+    scope: ViewScope,
+    max_chars: int,
+    empty: object = EMPTY,
 ) -> Profile | None:
     """The scope's stored profile (``core.derived``) cut to ``max_chars``, or None when it
     must be planned on read: a scope without GLOBAL (no profile stands for it), a budget
@@ -112,9 +142,9 @@ def stored_profile(
     try:
         pred = resolve_scope(request, svc.switches.get(user_id, tenant=caller.tenant))
     except ScopeError as exc:
-        raise ApiError(ErrorCode(exc.code), str(exc), EMPTY) from None
+        raise ApiError(ErrorCode(exc.code), str(exc), empty) from None
     app = next((b.app_id for b in pred.branches if b.level is Level.APP), None)
-    rec = svc.memories.get(user_id, profile_id(caller.tenant, user_id, app), tenant=caller.tenant)
+    rec = held_profiles(svc, user_id, caller.tenant).get(profile_id(caller.tenant, user_id, app))
     if rec is None or not caller.can_read(rec):
         return None
     if rec.status is not Status.ACTIVE:
