@@ -39,6 +39,8 @@ _US = timedelta(microseconds=1)
 _T_POS = [i for i, kind in enumerate(_KINDS) if kind == "t"]
 _ENUM_POS = [i for i, kind in enumerate(_KINDS) if kind == "e"]
 _GET = operator.attrgetter(*FIELDS)  # every field in one call, in field order
+# what json refuses, orjson refuses too (it would write a datetime or a dataclass)
+_AS_JSON = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 def values(m: MemoryRecord) -> list[Any]:
@@ -60,7 +62,7 @@ def encode_values(vals: list[Any]) -> bytes:
     """The bytes of a record's field values (``values``)."""
     try:
         # copied out of orjson's bytes, which keep an ~8 KB allocation whatever their length
-        return bytes(memoryview(orjson.dumps(vals)))
+        return bytes(memoryview(orjson.dumps(vals, option=_AS_JSON)))
     except orjson.JSONEncodeError:  # what orjson refuses (a lone surrogate): as json says
         return json.dumps(vals, ensure_ascii=False, separators=(",", ":")).encode()
 

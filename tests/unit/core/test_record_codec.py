@@ -64,3 +64,13 @@ def test_what_orjson_refuses_is_encoded_as_json_encodes_it():
         pass  # the same error as before orjson wrote the bytes
     else:
         raise AssertionError("encoded a lone surrogate")
+
+
+def test_a_value_json_cannot_write_is_refused_as_before():
+    r = rec(custom_tags={"at": AT})  # not a JSON value (the API never lets one in)
+    try:
+        record_codec.encode(r)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("encoded a datetime tag")
