@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from schemas import requests, responses
+from schemas.events import Message, Strategy
 from tests.helpers.api_server import make_key, running_api
 
 pytestmark = pytest.mark.integration
@@ -108,3 +110,34 @@ def test_the_readme_example_is_the_type_checked_one() -> None:
     block = re.search(r"```ts\n(.*?)```", section, re.S)
     assert block, "README.md's TypeScript client section has no ts example"
     assert block.group(1) in (PACKAGE / "examples" / "readme.ts").read_text(encoding="utf-8")
+
+
+INTERFACE = re.compile(r"^export interface (\w+)(?: extends (\w+))? \{\n(.*?)^\}", re.M | re.S)
+FIELD = re.compile(r"^  (\w+)\??:", re.M)
+# the TypeScript types of the wire's shapes and the server's models they are written from
+MODELS = {
+    **{name: getattr(responses, name) for name in dir(responses)},
+    "Message": Message,
+    "Strategy": Strategy,
+    "Scope": requests.Scope,
+}
+
+
+def test_the_types_name_the_fields_of_the_servers_models() -> None:
+    """Each interface of ``src/types.ts`` has exactly the fields of the model of its name
+    (``schemas/responses.py``; ``Message``, ``Strategy``, ``Scope`` of the requests), so
+    a field added to an answer reaches the TypeScript types too."""
+    text = (PACKAGE / "src" / "types.ts").read_text(encoding="utf-8")
+    declared = {m[1]: (m[2], set(FIELD.findall(m[3]))) for m in INTERFACE.finditer(text)}
+    drift = {}
+    for name, (base, fields) in declared.items():
+        if name in ("Turn", "JsonObject"):  # any chat API's turn (the client filters); JSON
+            continue
+        assert name in MODELS, f"types.ts: interface {name} has no model in schemas"
+        if base:
+            fields |= declared[base][1]
+        want = set(MODELS[name].model_fields)
+        if fields != want:
+            drift[name] = {"missing": sorted(want - fields), "unknown": sorted(fields - want)}
+    assert not drift, f"clients/typescript/src/types.ts is not the server's models: {drift}"
+    assert len(declared) >= 30

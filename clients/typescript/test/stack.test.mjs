@@ -132,6 +132,39 @@ describe("against the real stack", { skip: !URL && "MEMSTREAM_API_URL is not set
     assert.ok(context.items.some((i) => i.memory_ids.includes(lyon.memory_id)), JSON.stringify(context));
   });
 
+  test("the change log, a session's close, a switch, entity corrections and a batch delete", async () => {
+    const client = memory();
+    const user = newUser();
+    const tea = await client.addStructured(user, "I like green tea", { appId: APP });
+    const trip = await client.addStructured(user, "We plan a trip to Kyoto", {
+      appId: APP,
+      level: "SESSION",
+      sessionId: "s1",
+    });
+    await client.update(user, tea.memory_id, { content: "I like jasmine tea" });
+    const log = await client.changeLog(user, { appId: APP, opTypes: ["UPDATE"] });
+    assert.ok(log.items.every((c) => c.op_type === "UPDATE"));
+    assert.ok(log.items.some((c) => c.memory_id === tea.memory_id && c.content_after === "I like jasmine tea"));
+
+    const closed = await client.sessionClose(user, "s1", { appId: APP, promoteIds: [trip.memory_id] });
+    assert.ok(closed.promoted.length >= 1, JSON.stringify(closed));
+
+    assert.equal((await client.switch(user, false, { appId: APP })).enabled, false);
+    await assert.rejects(client.addStructured(user, "I like chess", { appId: APP }), (err) => err.code === 40301);
+    assert.equal((await client.switch(user, true, { appId: APP })).enabled, true);
+
+    const lyon = await client.addStructured(user, "My sister Anna lives in Lyon.", { appId: APP });
+    const anna = (await client.entity(user, { name: "Anna" })).entity;
+    const renamed = await client.updateEntity(user, anna.entity_id, "rename", { name: "Anna Smith" });
+    assert.equal(renamed.name, "Anna Smith");
+    assert.deepEqual(renamed.memory_ids, [lyon.memory_id]);
+    await assert.rejects(client.updateEntity(user, "e_nobody", "rename", { name: "X" }), (err) => err.code === 40401);
+
+    const batch = await client.batchDelete(user, { memoryIds: [tea.memory_id, "m_missing"] });
+    assert.equal(batch.deleted, 1);
+    assert.deepEqual(batch.not_found, ["m_missing"]);
+  });
+
   test("a user id beyond 2^53 is sent and read back exactly", async () => {
     const client = memory();
     const user = 2n ** 63n + BigInt(newUser());
