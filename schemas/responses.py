@@ -273,6 +273,9 @@ class ScopedMemories(_Data):
 
 class UserMemories(_Data):
     memories: ScopedMemories
+    # the user's profiles this key may read (docs/architecture.md#the-profile): derived
+    # from the memories, listed apart from them and not in ``total``
+    profiles: list[Memory] = Field(default_factory=list)
     total: int
     page: int
     page_size: int

@@ -76,12 +76,14 @@ def _derive(
         if is_derived(rec) and rec.user_id == user.user_id and rec.tenant_id == user.tenant:
             held[rec.memory_id] = rec
     records = list(idx.records.values())
-    wanted = scopes(records) | {r.app_id for r in held.values() if r.status is Status.ACTIVE}
+    have = scopes(records)  # an app without memories of its own has no profile of its own
+    wanted = have | {r.app_id for r in held.values() if r.status is Status.ACTIVE}
     rc = Recorder(batch, now, cause, idx)
     for app_id in sorted(wanted, key=lambda a: a or ""):
         pid = profile_id(user.tenant, user.user_id, app_id)
         old = held.get(pid)
-        new = next_profile(records, app_id, old, tenant=user.tenant, user_id=user.user_id, now=now)
+        source = records if app_id in have else []
+        new = next_profile(source, app_id, old, tenant=user.tenant, user_id=user.user_id, now=now)
         if new is None:
             continue
         new = _blank(new)

@@ -13,7 +13,7 @@ from recall_api.commands import send
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from schemas.api import Envelope
-from schemas.enums import Level, MemType, Status
+from schemas.enums import DERIVED_TYPES, Level, MemType, Status
 from schemas.errors import ErrorCode
 from schemas.payloads import DeletePayload, DeleteScopeSpec
 from schemas.requests import ExportRequest, PurgeRequest, SwitchRequest, UserListRequest
@@ -46,22 +46,31 @@ def group_by_scope(items: list[Memory]) -> ScopedMemories:
 
 @router.post("/user/list", response_model=Envelope[UserMemories])
 def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> Response:
-    """All of a user's memories (history included), grouped by scope, oldest first."""
+    """All of a user's memories (history included), grouped by scope, oldest first; the
+    profiles the key may read (derived, docs/architecture.md#the-profile) in
+    ``profiles``, apart from the memories they are made from and not counted in
+    ``total``."""
     statuses = [Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED]
     if body.include_deleted:
         statuses.append(Status.DELETED)
+    everything = caller.visible(
+        svc.memories.load(
+            body.user_id, statuses=statuses, tenant=caller.tenant, mem_types=list(MemType)
+        )
+    )
     rows = sorted(
-        caller.visible(
-            svc.memories.load(
-                body.user_id, statuses=statuses, tenant=caller.tenant, mem_types=list(MemType)
-            )
-        ),
+        (r for r in everything if r.mem_type not in DERIVED_TYPES),
         key=lambda r: (r.created_at, r.memory_id),
+    )
+    profiles = sorted(
+        (r for r in everything if r.mem_type in DERIVED_TYPES),
+        key=lambda r: (r.app_id or "", r.memory_id),
     )
     start = (body.page - 1) * body.page_size
     page = [Memory.of(r) for r in rows[start : start + body.page_size]]
     return ok(
         UserMemories(
+            profiles=[Memory.of(r) for r in profiles],
             memories=group_by_scope(page),
             total=len(rows),
             page=body.page,

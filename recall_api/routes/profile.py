@@ -144,7 +144,11 @@ def stored_profile(
     except ScopeError as exc:
         raise ApiError(ErrorCode(exc.code), str(exc), empty) from None
     app = next((b.app_id for b in pred.branches if b.level is Level.APP), None)
-    rec = held_profiles(svc, user_id, caller.tenant).get(profile_id(caller.tenant, user_id, app))
+    held = held_profiles(svc, user_id, caller.tenant)
+    rec = held.get(profile_id(caller.tenant, user_id, app))
+    if app is not None and rec is not None and rec.status is not Status.ACTIVE:
+        # an app left without memories of its own: the GLOBAL profile stands for it
+        rec = held.get(profile_id(caller.tenant, user_id, None))
     if rec is None or not caller.can_read(rec):
         return None
     if rec.status is not Status.ACTIVE:

@@ -37,8 +37,10 @@ def _profiles(http, user_id: int, deleted: bool = False) -> list[dict]:
     reply = _post(http, "user/list", body)
     assert reply["code"] == 0, reply
     groups = reply["data"]["memories"]
-    every = [*groups["GLOBAL"], *(m for g in groups["APP"].values() for m in g)]
-    return [m for m in every if m["mem_type"] == "PROFILE"]
+    listed = [*groups["GLOBAL"], *(m for g in groups["APP"].values() for m in g)]
+    assert all(m["mem_type"] != "PROFILE" for m in listed)  # apart from the memories
+    assert reply["data"]["total"] == len(listed)
+    return reply["data"]["profiles"]
 
 
 def test_the_profile_is_a_memory_listed_with_its_history_and_never_recalled(http, user_id):
@@ -104,10 +106,11 @@ def test_an_app_profile_reads_its_app_and_global_and_retires_when_empty(http, us
     assert "oat milk" in mine["content"] and "Lisbon" in mine["content"]
     assert "oat milk" not in ids[profile_id(DEFAULT_TENANT, user_id, None)]["content"]
     assert _post(http, "delete", {"user_id": user_id, "memory_id": app})["code"] == 0
+    # an app without memories of its own has no profile of its own: GLOBAL's stands
     live = {p["memory_id"] for p in _profiles(http, user_id)}
-    # the app's profile now says what GLOBAL says: still one, without the app's memory
-    assert "oat milk" not in str(_profiles(http, user_id))
-    assert profile_id(DEFAULT_TENANT, user_id, None) in live
+    assert live == {profile_id(DEFAULT_TENANT, user_id, None)}
+    reply = _post(http, "profile", {"user_id": user_id, "scope": {"app_id": "cafe"}})
+    assert "Lisbon" in str(reply) and "oat milk" not in str(reply)
 
 
 def test_a_purge_leaves_no_profile_words(http, user_id):
