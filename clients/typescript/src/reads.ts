@@ -49,6 +49,8 @@ export interface RecallOptions {
   entities?: string[];
   /** the context budget: the best-ranked memories that fit whole (`chars_used` says how many) */
   maxChars?: number;
+  /** false: an inspection, not a use (no recall hit is counted; the ranking is the same) */
+  recordHit?: boolean;
 }
 
 /** Which memories a view reads: `appId`'s and (unless `includeGlobal` is false) GLOBAL. */
@@ -147,6 +149,7 @@ export abstract class Reads extends Writes {
       as_of: o.asOf,
       entities: o.entities,
       max_chars: o.maxChars,
+      record_hit: o.recordHit,
     });
   }
 

@@ -38,7 +38,11 @@ describe("against the real stack", { skip: !URL && "MEMSTREAM_API_URL is not set
     assert.match(first.content, /peanuts/);
     assert.equal(first.source.msg_id, "m1");
     assert.ok(task.memory_ids.includes(first.memory_id));
-    const budget = await client.recall(user, "peanuts", { appId: APP, maxChars: first.content.length });
+    const budget = await client.recall(user, "peanuts", {
+      appId: APP,
+      maxChars: first.content.length,
+      recordHit: false,
+    });
     assert.equal(budget.max_chars, first.content.length);
     assert.equal(budget.chars_used, first.content.length);
     assert.deepEqual(ids(budget.memories), [first.memory_id]);
@@ -163,6 +167,61 @@ describe("against the real stack", { skip: !URL && "MEMSTREAM_API_URL is not set
     const batch = await client.batchDelete(user, { memoryIds: [tea.memory_id, "m_missing"] });
     assert.equal(batch.deleted, 1);
     assert.deepEqual(batch.not_found, ["m_missing"]);
+  });
+
+  test("every option is a field the API knows (it refuses unknown ones, 40001)", async () => {
+    const client = memory();
+    const user = newUser();
+    const later = new Date(Date.now() + 86_400_000);
+    const added = await client.addStructured(user, "My sister Anna keeps bees.", {
+      appId: APP,
+      level: "APP",
+      ownership: "USER",
+      memType: "SEMANTIC",
+      isImportant: true,
+      expireAt: later,
+      customTags: { topic: "family" },
+      requestId: `all-${user}`,
+    });
+    await client.update(user, added.memory_id, { clearExpireAt: true, customTags: { topic: "bees" } });
+    const found = await client.recall(user, "Anna's bees", {
+      appId: APP,
+      includeGlobal: true,
+      crossApp: false,
+      ownership: ["USER"],
+      memType: ["SEMANTIC"],
+      customTags: ["topic"],
+      topK: 5,
+      minRelevance: 0,
+      includeArchived: false,
+      timeoutMs: 5000,
+      asOf: later,
+      entities: ["Anna"],
+      maxChars: 1000,
+      recordHit: false,
+    });
+    assert.deepEqual(ids(found.memories), [added.memory_id]);
+    const since = new Date(Date.now() - 3_600_000);
+    const log = await client.changeLog(user, { appId: APP, level: "APP", start: since, end: later, page: 1, pageSize: 10 });
+    assert.ok(log.total >= 2);
+    assert.equal((await client.userList(user, { includeDeleted: true, page: 1, pageSize: 10 })).page_size, 10);
+    const people = await client.entities(user, { appId: APP, includeGlobal: false, type: "person", page: 1, pageSize: 5 });
+    assert.deepEqual(people.entities.map((e) => e.name), ["Anna"]);
+    const anna = await client.entity(user, { entityId: people.entities[0].entity_id, appId: APP, maxChars: 200 });
+    assert.equal(anna.entity.name, "Anna");
+    const profile = await client.profile(user, { appId: APP, includeGlobal: true, entity: "Anna", maxChars: 300 });
+    assert.ok(profile.items.every((i) => i.memory_ids.includes(added.memory_id)));
+    const context = await client.context(user, { appId: APP, query: "bees", maxChars: 300, countHit: false });
+    assert.match(context.text, /bees/);
+    const turn = [{ role: "user", content: "Anna?", name: "Lin", msg_id: "m1", ts: later }];
+    const task = await client.add(user, turn, {
+      appId: APP,
+      sessionId: "s9",
+      level: "SESSION",
+      ownership: "USER",
+      strategy: { focus: "family", evolution: "append", tags: { src: "ts" }, entity_types: ["person"] },
+    });
+    assert.equal(task.accepted, true);
   });
 
   test("a user id beyond 2^53 is sent and read back exactly", async () => {
