@@ -84,6 +84,7 @@ _WORK_TITLE_BEFORE = frozenset(
 _QUOTED = re.compile(
     r"(?:^|(?<=[\s(\[]))['‘\"“](?P<q>[^\n'‘’\"“”]*(?:['’][a-z0-9][^\n'‘’\"“”]*)*)['’\"”](?=$|[\s.,;:!?)\]])"
 )
+_NUMBERED = re.compile(r"[ \t]+#?\d")  # after a label: "Scene 1", "Phase #2"
 _ABSTRACT_ENDS = (
     "tion",
     "sion",
@@ -176,12 +177,16 @@ def _shared_by_lists(
     organisation or product type of a neighbour typed by its words or cue ("Burgundy,
     Oregon and California", "Tekapo, Mt Cook, Queenstown")."""
     out = list(typed)
-    strong = {entity_key(" ".join(s.words)): k for s, k, sure in out if sure and k != "other"}
+    shorter: dict[str, set[str]] = {}  # each first words of a surely typed name: its types
+    for span, kind, sure in out:
+        if sure and kind != "other":
+            words = entity_key(" ".join(span.words)).split(" ")
+            for n in range(1, len(words)):
+                shorter.setdefault(" ".join(words[:n]), set()).add(kind)
     for i, (span, _kind, sure) in enumerate(out):
-        key = entity_key(" ".join(span.words))
-        longer = [k for name, k in strong.items() if name.startswith(key + " ")]
-        if not sure and len(set(longer)) == 1:
-            out[i] = (span, longer[0], True)  # "Sieben Linden Ecovillage … Sieben Linden"
+        kinds = shorter.get(entity_key(" ".join(span.words)), set())
+        if not sure and len(kinds) == 1:
+            out[i] = (span, next(iter(kinds)), True)  # "Sieben Linden Ecovillage … Sieben Linden"
     for order in (range(len(out) - 1), range(len(out) - 2, -1, -1)):
         for i in order:
             (a, ka, sa), (b, kb, sb) = out[i], out[i + 1]
@@ -272,9 +277,9 @@ def _opens_sentence(text: str, prev: re.Match[str] | None, m: re.Match[str]) -> 
     gap = text[prev.end() : m.start()]
     if "\n" in gap or '"' in gap or "“" in gap or ":" in gap:
         return True
-    if re.match(r"\.\s*,", gap.strip()):
-        return False  # "e.g., Lekki": no sentence ends with ".,"
     if re.search(r"[.!?]", gap):
+        if re.match(r"\.\s*,", gap.strip()):
+            return False  # "e.g., Lekki": no sentence ends with ".,"
         return not (gap.strip() == "." and prev.group().casefold() in _ABBREVIATIONS)
     return False
 
@@ -372,7 +377,7 @@ def _a_thing(span: _Span, text: str) -> bool:
     "the" before it ("the Asanify bot"), a word made like an abstract noun ("Advisor
     Selection", "Fitness": no one is named …tion or …ness), or several words opening a
     sentence with no word saying they are someone ("Upper Body Strength is skipped")."""
-    if re.match(r"[ \t]+#?\d", text[span.end :]):
+    if _NUMBERED.match(text, span.end):
         return True
     if any(len(x) > 5 and x.casefold().endswith(_ABSTRACT_ENDS) for x in span.words):
         return True
