@@ -53,6 +53,7 @@ from typing import Any
 
 import uvicorn
 
+from core.derived import next_profile, scopes
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from core.write_batch import WriteBatch
@@ -140,6 +141,7 @@ def seed(
     user_ids = [10_000_000 + i for i in range(users)]
     batch = WriteBatch()
     for uid in user_ids:
+        mine: list[MemoryRecord] = []
         for n, j in enumerate(rng.sample(range(len(facts)), min(per_user, len(facts)))):
             text, kind = facts[j]
             at = now - timedelta(days=rng.uniform(0, 60))
@@ -165,6 +167,13 @@ def seed(
             )
             batch.memories.append(rec)
             batch.vectors[rec.memory_id] = vectors[j]
+            mine.append(rec)
+        # the profiles the writer would have written (docs/architecture.md#the-profile)
+        live = [r for r in mine if r.status is Status.ACTIVE]
+        for app_id in sorted(scopes(live), key=lambda a: a or ""):
+            profile = next_profile(live, app_id, None, tenant=DEFAULT_TENANT, user_id=uid, now=now)
+            if profile is not None:
+                batch.memories.append(profile)
         if len(batch.memories) >= 10_000:
             env.runtime.memories.write(batch)
             batch = WriteBatch()
