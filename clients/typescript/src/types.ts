@@ -236,6 +236,9 @@ export interface ScopedMemories {
 
 export interface UserMemories {
   memories: ScopedMemories;
+  /** the user's profiles this key may read: derived from the memories, listed apart from
+   * them and not in `total` (docs/architecture.md#the-profile) */
+  profiles?: Memory[];
   total: number;
   page: number;
   page_size: number;
