@@ -28,7 +28,7 @@ from core.lexical import indexed_text, term_counts
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch
-from schemas.enums import DERIVED_TYPES, Status
+from schemas.enums import DERIVED_TYPES, MemType, Status
 from schemas.memory import MemoryRecord
 from schemas.tenants import UserKey
 from sinks.memory_store import MemoryStore
@@ -231,17 +231,27 @@ class HotCache:
         self, tenant: str, user_ids: list[int]
     ) -> tuple[dict[UserKey, UserIndex], dict[str, dict[str, int]]]:
         """The users' indexes, and every loaded memory's term counts (for the snapshot)."""
+        # every kind: the profiles (derived, never searched) are followed beside the index
+        kinds = list(MemType)
         if self.settings is None:
-            records = self.store.load_many(user_ids, statuses=[Status.ACTIVE], tenant=tenant)
+            records = self.store.load_many(
+                user_ids, statuses=[Status.ACTIVE], tenant=tenant, mem_types=kinds
+            )
         else:  # and the paged-out ones (those whose stored weight is above the threshold)
             records = self.store.load_many(
                 user_ids,
                 statuses=[Status.ACTIVE, Status.ARCHIVED],
                 archived_above=self.settings.archive_threshold,
                 tenant=tenant,
+                mem_types=kinds,
             )
             pages = _pager(self.settings)
             records = [r for r in records if r.status is Status.ACTIVE or pages(r)]
+        derived: dict[int, dict[str, MemoryRecord]] = {u: {} for u in user_ids}
+        for r in records:
+            if r.mem_type in DERIVED_TYPES:
+                derived[r.user_id][r.memory_id] = r
+        records = [r for r in records if r.mem_type not in DERIVED_TYPES]
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
         dormant = self.store.archived_hashes(user_ids, tenant=tenant)
         by_user: dict[int, list] = {u: [] for u in user_ids}
@@ -252,6 +262,7 @@ class HotCache:
         for user_id, recs in by_user.items():
             idx = UserIndex(user_id, self.dim, capacity=max(64, len(recs)), tenant=tenant)
             idx.dormant = dormant.get(user_id, {})
+            idx.derived = derived[user_id]
             for r in recs:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair

@@ -4,7 +4,8 @@ their sources and one rendered ``text`` that fits ``max_chars``
 (docs/architecture.md#the-context-call).
 
 Three reads, each by its own endpoint's rules, so the context says nothing they would
-not: the profile's records (``routes.profile.scope_records``: the ACTIVE memories of the
+not: the stored profile (``routes.profile.stored_profile``, cut to the budget; planned
+from the records when there is none), the profile's records (``routes.profile.scope_records``: the ACTIVE memories of the
 scope the key may read, taken from the hot cache when it holds the user, which recall
 also searches and every write and delete keeps current, else from the store; so a
 deleted memory is out the moment its delete returns), recall (``routes.recall.recall_params`` and the recaller, the query
