@@ -21,13 +21,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from schemas.enums import DERIVED_TYPES
 from schemas.storage import ENTITIES_TABLE
 from sinks.memory_filter import MemoryFilter
 from sinks.memory_store import MemoryStore
 from sinks.store_model import StoreMeta
 
 _LIVE = "status IN ('ACTIVE', 'ARCHIVED')"
-_UNLINKED = f"{_LIVE} AND entities = ''"  # an empty link list is stored as ''
+_DERIVED = ", ".join(f"'{t}'" for t in sorted(DERIVED_TYPES))
+# an empty link list is stored as ''; a derived memory (the profile) is memstream's own
+# summary, never the backfill's to link
+_UNLINKED = f"{_LIVE} AND entities = '' AND mem_type NOT IN ({_DERIVED})"
 ENTITIES_SINCE = 6  # the schema version that added entities: ingest links from then on
 _MARK = "entities_backfill:"  # store_meta key prefix: how far the backfill read a user
 _CURSOR = "(toUnixTimestamp64Milli(created_at), memory_id)"

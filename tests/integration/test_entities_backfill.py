@@ -32,7 +32,12 @@ T0 = datetime(2024, 1, 10, 9, 0, tzinfo=UTC)
 
 
 def _seed(
-    runtime, tenant: str, user_id: int, texts: list[tuple[str, Status]], start: datetime = T0
+    runtime,
+    tenant: str,
+    user_id: int,
+    texts: list[tuple[str, Status]],
+    start: datetime = T0,
+    mem_type: MemType = MemType.SEMANTIC,
 ) -> list[str]:
     """Old-shaped memories (no links) written as an older node wrote them (``start``: when
     the first was made; T0 is before the test store extracted entities)."""
@@ -49,7 +54,7 @@ def _seed(
                 content_hash=content_hash(text),
                 level=Level.GLOBAL,
                 ownership=Ownership.USER,
-                mem_type=MemType.SEMANTIC,
+                mem_type=mem_type,
                 weight=0.8,
                 weight_at=at,
                 created_at=at,
@@ -164,10 +169,18 @@ def test_backfill_links_old_memories_once(node, runtime, capsys, user_id) -> Non
 def test_one_user_only(node, runtime, capsys, user_id) -> None:
     mine = _seed(runtime, "default", user_id, [("I flew to Tokyo with Kenji.", Status.ACTIVE)])
     _seed(runtime, "default", user_id + 1, [("I flew to Seoul with Minji.", Status.ACTIVE)])
+    # the user's profile is memstream's own derived memory: never the backfill's
+    (profile,) = _seed(
+        runtime, "default", user_id, [("Kenji lives in Osaka.", Status.ACTIVE)], T0, MemType.PROFILE
+    )
     code, summary, err = _run(node, capsys, user=user_id, tenant="default", batch=500)
     assert code == 0, err
     assert summary == {"users": 1, "memories_seen": 1, "memories_linked": 1}
     assert runtime.memories.get(user_id, mine[0], tenant="default").entities
+    code, summary, err = _run(node, capsys, user=user_id, tenant="default", rescan=True)
+    assert code == 0, err
+    assert summary == {"users": 0, "memories_seen": 0, "memories_linked": 0}
+    assert not runtime.memories.get(user_id, profile, tenant="default").entities
 
 
 def test_without_a_node_it_says_it_needs_one(settings, capsys) -> None:
