@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+# the views' key matrix (``keys``, ``http``): a module's own fixtures of those names win
+pytest_plugins = ["tests.helpers.key_matrix"]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

@@ -11,8 +11,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sinks import keystore
-from tests.helpers.api_client import api_client
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -35,30 +33,6 @@ OTHERS = [
     "I am learning Spanish on Tuesday evenings at a language school.",
     "I keep a small vegetable garden with tomatoes and beans.",
 ]
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    path = tmp_path_factory.mktemp("context-keys") / "api_keys.json"
-
-    def make(tenant="default", role="app", apps=(), grant=False):
-        key, _ = keystore.create(path, tenant, role, list(apps), global_grant=grant, now=NOW)
-        return key
-
-    made = {
-        "A": make(apps=["appA"]),
-        "B": make(apps=["appB"]),
-        "admin": make(role="admin"),
-        "T2": make(tenant="t2", role="admin"),
-    }
-    return path, made
-
-
-@pytest.fixture(scope="module")
-def http(settings, stores, runtime, ingest, keys):
-    s = settings.model_copy(update={"api_keys_file": keys[0]})
-    with api_client(s, stores, runtime, client=("127.0.0.1", 40000)) as client:
-        yield client
 
 
 @pytest.fixture

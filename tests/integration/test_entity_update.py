@@ -11,37 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from sinks import keystore
-from tests.helpers.api_client import api_client
-
 pytestmark = pytest.mark.integration
 
 NOW = datetime.now(UTC)
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    path = tmp_path_factory.mktemp("entity-update-keys") / "api_keys.json"
-
-    def make(tenant="default", role="app", apps=(), grant=False):
-        key, _ = keystore.create(path, tenant, role, list(apps), global_grant=grant, now=NOW)
-        return key
-
-    made = {
-        "A": make(apps=["appA"]),
-        "B": make(apps=["appB"]),
-        "admin": make(role="admin"),
-        "T2": make(tenant="t2", role="admin"),
-    }
-    return path, made
-
-
-@pytest.fixture(scope="module")
-def http(settings, stores, runtime, ingest, keys):
-    path, _ = keys
-    s = settings.model_copy(update={"api_keys_file": path})
-    with api_client(s, stores, runtime, client=("127.0.0.1", 40000)) as client:
-        yield client
 
 
 @pytest.fixture
