@@ -48,6 +48,7 @@ from dataflows.ingest.items import Applied, Extracted, FactItem
 from dataflows.ingest.recorder import Recorder
 from dataflows.runtime import Runtime
 from models.degrade import decide_or_degrade
+from models.rules.entities import conversation_speakers
 from schemas.enums import Level, OpType, Status
 from schemas.errors import ErrorCode
 from schemas.events import ConversationEvent
@@ -327,7 +328,7 @@ class Writer:
         entity type the rules ignore is a warning in the task's answer."""
         assert rc.idx is not None and rc.result is not None
         ev = fi.incoming.event
-        speakers = [m.name for m in ev.messages if m.name]
+        speakers = conversation_speakers(ev.messages)
         types = declared_types(self.s, ev.app_id, ev.strategy)
         rec, warnings = linked(rec, rc.idx, types, speakers, fi.fact.entities)
         rc.result.warn(warnings)
