@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from core.derived import profile_id
+from schemas.tenants import DEFAULT_TENANT
 from sinks import keystore
 from tests.helpers.api_client import api_client
 
@@ -205,8 +207,15 @@ def test_reads_without_a_scope_show_only_what_the_key_may_see(http, keys, user_i
         seen |= {m["memory_id"] for m in items}
     assert seen == {ids["mA"], ids["mG"]} and listed["total"] == 2
 
+    # The profiles A may read (GLOBAL's and appA's) are listed apart, never appB's.
+    mine = {profile_id(DEFAULT_TENANT, user_id, None), profile_id(DEFAULT_TENANT, user_id, "appA")}
+    assert {p["memory_id"] for p in listed["profiles"]} == mine
+
     log = _call(http, keys, "A", "/memory/v1/change_log", {"user_id": user_id})["data"]
-    assert log["items"] and {c["memory_id"] for c in log["items"]} <= {ids["mA"], ids["mG"]}
+    changed = {c["memory_id"] for c in log["items"]}
+    # change_log shows the profiles' versions too (docs/architecture.md#the-profile)
+    assert changed - mine == {ids["mA"], ids["mG"]}
+    assert profile_id(DEFAULT_TENANT, user_id, "appB") not in changed
 
     every = _call(http, keys, "admin", "/memory/v1/user/list", {"user_id": user_id})["data"]
     assert every["total"] == 3

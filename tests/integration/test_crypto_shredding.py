@@ -26,8 +26,10 @@ from bytewax.connectors.kafka import KafkaSourceMessage
 from bytewax.testing import TestingSource
 from confluent_kafka import Consumer, TopicPartition
 
+from core.derived import is_profile_id, profile_id
 from recall_api.state import api_state
 from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS, TOPIC_DLQ
+from schemas.tenants import DEFAULT_TENANT
 from sinks.crypto import DecryptionError
 from sinks.keyring import KeyRing
 from tests.helpers.waiting import wait_for
@@ -212,6 +214,10 @@ def test_purge_leaves_no_copy_that_opens(api, runtime, ingest, settings, stores,
             {"u": user_id},
         )
     ]
+    # The stored profile has a row but never a vector (docs/architecture.md#the-profile).
+    pid = profile_id(DEFAULT_TENANT, user_id, None)
+    assert pid in ids and stores.milvus.get([pid], ["memory_id"]) == []
+    ids = [i for i in ids if not is_profile_id(i)]
     assert {mid, gone} <= set(ids) and len(stores.milvus.get(ids, ["memory_id"])) == len(ids)
 
     purge = api.post("/memory/v1/purge", json={"user_id": user_id}).json()
