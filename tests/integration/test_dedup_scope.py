@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from core.derived import is_profile_id, profile_id
+from schemas.tenants import DEFAULT_TENANT
 from sinks import keystore
 from tests.helpers.api_client import api_client
 from tests.helpers.waiting import wait_for
@@ -73,7 +75,12 @@ def test_another_apps_fact_is_stored_for_the_writer_not_named(http, keys, user_i
     # app_a's change log names no write of app_b
     log = _call(http, keys, "admin", "/memory/v1/change_log", {"user_id": user_id})["data"]
     rows = [(c["memory_id"], c["op_type"]) for c in log["items"]]
-    assert sorted(rows) == sorted([(a["memory_id"], "ADD"), (b["memory_id"], "ADD")]), rows
+    # each app's stored profile is written with its memory (docs/architecture.md#the-profile)
+    profiles = [r for r in rows if is_profile_id(r[0])]
+    mem_rows = [r for r in rows if not is_profile_id(r[0])]
+    assert sorted(mem_rows) == sorted([(a["memory_id"], "ADD"), (b["memory_id"], "ADD")]), rows
+    pid = {app: profile_id(DEFAULT_TENANT, user_id, app) for app in ("app_a", "app_b")}
+    assert sorted(profiles) == sorted([(pid["app_a"], "ADD"), (pid["app_b"], "ADD")]), rows
     # within one app the same words are still one memory
     again = _write(http, keys, "A", user_id, "  i am ALLERGIC to peanuts ", app_id="app_a")
     assert again == {"memory_id": a["memory_id"], "duplicate": True}
