@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from core.derived import is_profile_id, profile_id
 from schemas.enums import Status
+from schemas.tenants import DEFAULT_TENANT
 
 pytestmark = pytest.mark.integration
 
@@ -117,18 +119,27 @@ def test_change_log_pages_and_user_list_groups(api, ingest, user_id) -> None:
         _add(api, user_id, f"I visited museum number {i}", app_id="travel")
     _add(api, user_id, "My blood type is O positive")
     _add(api, user_id, "I am in a meeting now", app_id="travel", level="SESSION", session_id="s1")
-    page1 = api.post("/memory/v1/change_log", json={"user_id": user_id, "page_size": 4}).json()
-    page2 = api.post(
-        "/memory/v1/change_log", json={"user_id": user_id, "page_size": 4, "page": 2}
-    ).json()["data"]
-    assert page1["data"]["total"] == 7 and page1["data"]["has_more"] and not page2["has_more"]
-    assert len(page1["data"]["items"]) + len(page2["items"]) == 7
+    # The log also holds the stored profiles' versions (docs/architecture.md#the-profile),
+    # as many as the plans that changed: the pages are walked to their end.
+    pages = []
+    while not pages or pages[-1]["has_more"]:
+        body = {"user_id": user_id, "page_size": 4, "page": len(pages) + 1}
+        pages.append(api.post("/memory/v1/change_log", json=body).json()["data"])
+    items = [c for page in pages for c in page["items"]]
+    assert len(pages) > 1 and all(len(page["items"]) == 4 for page in pages[:-1])
+    assert all(page["total"] == len(items) for page in pages)
+    assert len({c["change_id"] for c in items}) == len(items)
+    assert len([c for c in items if not is_profile_id(c["memory_id"])]) == 7
+    profiles = {profile_id(DEFAULT_TENANT, user_id, app) for app in (None, "travel")}
+    assert {c["memory_id"] for c in items if is_profile_id(c["memory_id"])} == profiles
     scoped = api.post("/memory/v1/change_log", json={"user_id": user_id, "level": "GLOBAL"})
-    assert scoped.json()["data"]["total"] == 1
+    scoped_items = scoped.json()["data"]["items"]
+    assert len([c for c in scoped_items if not is_profile_id(c["memory_id"])]) == 1
     listed = api.post("/memory/v1/user/list", json={"user_id": user_id}).json()["data"]
     groups = listed["memories"]
     assert len(groups["GLOBAL"]) == 1 and len(groups["APP"]["travel"]) == 5
     assert len(groups["SESSION"]["s1"]) == 1 and listed["total"] == 7
+    assert {m["memory_id"] for m in listed["profiles"]} == profiles
 
 
 def test_purge_switch_and_export(api, runtime, ingest, user_id) -> None:
@@ -161,9 +172,13 @@ def test_purge_switch_and_export(api, runtime, ingest, user_id) -> None:
         m for group in ("APP", "SESSION") for ms in listed["memories"][group].values() for m in ms
     ]
     log = api.post("/memory/v1/change_log", json={"user_id": user_id}).json()["data"]["items"]
-    assert sorted((m["memory_id"], m["content"]) for m in flat) == sorted(
-        (x["memory_id"], x["content"]) for x in lines if x["type"] == "memory"
+    # the export carries the stored profiles too, listed apart (docs/architecture.md#the-profile)
+    memories = [x for x in lines if x["type"] == "memory"]
+    assert sorted((m["memory_id"], m["content"]) for m in flat + listed["profiles"]) == sorted(
+        (x["memory_id"], x["content"]) for x in memories
     )
+    profiles = {profile_id(DEFAULT_TENANT, user_id, app) for app in (None, "lang")}
+    assert {x["memory_id"] for x in memories if is_profile_id(x["memory_id"])} == profiles
     assert [c["change_id"] for c in log] == [x["change_id"] for x in lines if x["type"] == "change"]
     short = api.get(f"/memory/v1/export/{export_id}", params={"link_ttl_s": 1}).json()["data"]
     time.sleep(2.1)
