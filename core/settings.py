@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_json: bool = True
+    # OTLP/HTTP collector for traces (docs/operations.md#traces), e.g.
+    # "http://otel-collector:4318"; "" = traces off (no SDK loaded, no cost)
+    otel_endpoint: str = Field("", pattern=r"^(https?://[^\s/]+(/\S*)?)?$")
 
     # --- models (docs/configuration.md#models) ---
     embedding_provider: Literal["transformers", "openai"] = "transformers"

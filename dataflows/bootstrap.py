@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
+from core import tracing
 from core.logs import setup_logging
 from core.settings import get_settings
 from dataflows.runtime import Runtime, open_runtime
@@ -29,6 +30,7 @@ def flow_process(name: str) -> Runtime:
     store of another model ends the process with the reason."""
     settings = get_settings()
     setup_logging(settings.log_level, settings.log_json)
+    tracing.setup(settings, f"memstream-{name}")  # OTLP traces when otel_endpoint is set
     try:
         return _PROCESS.enter_context(open_runtime(settings, topics=True, ready_s=FLOW_READY_S))
     except ModelMismatch as exc:

@@ -18,6 +18,7 @@ from functools import partial
 
 import uvicorn
 
+from core import tracing
 from core.logs import setup_logging
 from core.settings import Settings, SettingsError, get_settings
 from dataflows.breaker import Breaker
@@ -129,6 +130,7 @@ def main() -> int:
         print(f"memstream node: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_json)
+    tracing.setup(settings, "memstream-node")  # OTLP traces when otel_endpoint is set
     start_trimmer()  # RSS follows the heap really in use (ops.heap)
     try:
         serve(settings)

@@ -224,12 +224,14 @@ def _run(plan: FlowPlan, settings: Settings) -> int:
     from bytewax.recovery import RecoveryConfig
     from bytewax.run import cli_main
 
+    from core import tracing
     from core.logs import setup_logging
     from dataflows.bootstrap import FLOW_READY_S
     from dataflows.runner import init_partition_share
     from dataflows.runtime import open_runtime
 
     setup_logging(settings.log_level, settings.log_json)
+    tracing.setup(settings, f"memstream-{plan.flow}")  # OTLP traces when otel_endpoint is set
     start_trimmer()
     # ModelMismatch: the stores are closed again; on the way out, in reverse order
     with open_runtime(settings, topics=True, ready_s=FLOW_READY_S) as rt:

@@ -15,6 +15,7 @@ import sys
 
 import uvicorn
 
+from core import tracing
 from core.logs import setup_logging
 from core.settings import Settings, SettingsError, get_settings
 from models.factory import build_embedder
@@ -39,6 +40,7 @@ def main() -> int:
         print(f"memstream api: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_json)
+    tracing.setup(settings, "memstream-api")  # OTLP traces when otel_endpoint is set
     try:
         # memory.config followed while the model loads; everything closed in reverse after
         with open_services(settings, lambda: build_embedder(settings)) as services:

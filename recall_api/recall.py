@@ -57,7 +57,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from core import metrics, record_codec
+from core import metrics, record_codec, tracing
 from core.calibration import REFERENCE, background, calibration_for, latin_share
 from core.index_views import Fact, shared_decode
 from core.ranking import Candidate, Ranked, overfetch_for, rank_with
@@ -167,7 +167,15 @@ class Recaller:
         gc.set_threshold(young, middle, max(full, GC_FULL_EVERY))
 
     async def recall(self, p: RecallParams) -> list[Hit]:
-        """Ranked items, or ApiError 40001/40301/40302/50401."""
+        """Ranked items, or ApiError 40001/40301/40302/50401. One trace per recall, its
+        stages (load, embed, cache, search, rank) as child spans (``core.tracing``)."""
+        with tracing.span("memstream.recall", user_id=p.scope.user_id, top_k=p.top_k) as sp:
+            hits = await self._recall(p)
+            if sp is not None:
+                sp.set_attribute("hits", len(hits))
+            return hits
+
+    async def _recall(self, p: RecallParams) -> list[Hit]:
         call = Deadline(time.monotonic() + p.timeout_ms / 1000.0)
         loop = asyncio.get_running_loop()
         try:
@@ -177,8 +185,11 @@ class Recaller:
                 # of the two, not their sum
                 if self.svc.settings.for_app(p.scope.app_id).recall_fusion != "lexical":
                     query = self.batcher.submit(p.query)
-                loaded = await self._await_load(p, call)
-            work = loop.run_in_executor(self._pool, self._run, p, call, loaded, query)
+                with tracing.span("recall.load"):  # a cold user's index, from the stores
+                    loaded = await self._await_load(p, call)
+            work = loop.run_in_executor(
+                self._pool, tracing.carry(self._run), p, call, loaded, query
+            )
             return await asyncio.wait_for(work, max(call.remaining(), 0.0))
         except TimeoutError:
             if call.abandon():
@@ -274,33 +285,44 @@ class Recaller:
         t0 = time.perf_counter()
         if s.recall_fusion != "lexical":
             try:
-                query = query or self.batcher.submit(p.query)
-                qvec = query.result(timeout=max(call.remaining(), 0.0))
+                with tracing.span("recall.embed"):
+                    query = query or self.batcher.submit(p.query)
+                    qvec = query.result(timeout=max(call.remaining(), 0.0))
             except TimeoutError:
                 raise RecallTimeout("query embedding did not finish in time") from None
             call.check()
         t1 = time.perf_counter()
         search = _Search(p, s, pred, qvec, overfetch_for(p.top_k, s), call)
         if p.scope.include_archived or p.scope.as_of is not None:
-            gathered = self._cold(search)
+            with tracing.span("recall.search", path="cold"):
+                gathered = self._cold(search)
         else:
-            gathered = self._hot(search, loaded)
+            with tracing.span("recall.cache", loaded=loaded is not None):
+                loaded = self._index(p, call, loaded)
+            with tracing.span("recall.search", path="hot"):
+                gathered = self._hot(search, loaded)
         call.check()
         t2 = time.perf_counter()
-        ranked = self._rank(p, s, qvec, *gathered)
+        with tracing.span("recall.rank", candidates=len(gathered[0])):
+            ranked = self._rank(p, s, qvec, *gathered)
         metrics.STAGE_EMBED.observe(t1 - t0)
         metrics.STAGE_SEARCH.observe(t2 - t1)
         metrics.STAGE_RANK.observe(time.perf_counter() - t2)
         return ranked
 
-    def _hot(self, search: _Search, loaded: UserIndex | None = None) -> Gathered:
-        p, s, pred, qvec, limit, call = search
+    def _index(self, p: RecallParams, call: Deadline, loaded: UserIndex | None) -> UserIndex:
+        """The user's hot index: as loaded, cached, or loaded now."""
         user, tenant = p.scope.user_id, p.scope.tenant_id
         idx = loaded  # (an empty UserIndex is falsy: test for None)
         if idx is None:
             idx = self.svc.cache.lookup(user, tenant=tenant)
         if idx is None:
             idx = self.breaker.call(call, partial(self.svc.cache.get, tenant=tenant), user)
+        return idx
+
+    def _hot(self, search: _Search, loaded: UserIndex | None = None) -> Gathered:
+        p, s, pred, qvec, limit, call = search
+        idx = self._index(p, call, loaded)
         call.check()
         dense: dict[str, float] = {}
         lexical: dict[str, float] = {}

@@ -23,7 +23,7 @@ from bytewax.connectors.kafka import KafkaSourceMessage
 from bytewax.dataflow import Dataflow
 from bytewax.inputs import Source
 
-from core import metrics, sameness
+from core import metrics, sameness, tracing
 from core.write_batch import WriteBatch
 from dataflows.breaker import Breaker
 from dataflows.ingest import (
@@ -118,11 +118,13 @@ def build_flow(
             msg.value,
             _ts_s(msg),
             replay_of(msg.headers),
+            tracing.traceparent_of(msg.headers),
         )
         parser = parse_command if msg.topic == commands_topic else parse_conversation
-        return guarded(
-            "parse", lambda: parser(origin, rt.settings, keys), lambda r: Rejected(r, origin)
-        )
+        with tracing.step("ingest.parse", [origin.trace], partition=origin.partition):
+            return guarded(
+                "parse", lambda: parser(origin, rt.settings, keys), lambda r: Rejected(r, origin)
+            )
 
     def gate(msgs: list[KafkaSourceMessage]) -> list:
         """Parse a whole input batch, then check every user's switch in one round trip;
@@ -180,8 +182,12 @@ def build_flow(
             rt.tasks.processing([(i.event.tenant_id, i.task_id) for i in batch.events])
             return extract(rt.llm, batch)
 
-        with metrics.ingest_stage("extract"):
-            return guarded("extract", run, lambda reason: refused_batch(batch.events, reason))
+        traces = [i.source.trace for i in batch.events]
+        with metrics.ingest_stage("extract"), tracing.step("ingest.extract", traces) as sp:
+            out = guarded("extract", run, lambda reason: refused_batch(batch.events, reason))
+            if sp is not None:
+                sp.set_attributes({"events": len(batch.events), "facts": len(out.facts)})
+            return out
 
     def write(state, item):
         def refused(reason: str) -> Applied:
@@ -193,7 +199,8 @@ def build_flow(
             bad = refused_batch(item.tasks, reason).failures
             return Applied(WriteBatch(), [r for b in bad for r in failed_task(b)], rejected=bad)
 
-        with metrics.ingest_stage("write"):
+        traces = [i.source.trace for i in getattr(item, "tasks", [item])]
+        with metrics.ingest_stage("write"), tracing.step("ingest.write", traces):
             return _write(state, item, refused)
 
     def profiled(out: Applied, cause: str) -> Applied:
@@ -266,11 +273,14 @@ def build_flow(
         if todo is None:  # found here, on the worker; it leaves in its turn
             found = one_by_one("")
             return Flight(lambda: found, lambda result: result(), lane)
-        return Flight(
-            partial(todo.model, rt.embedder),
-            lambda vectors: guarded("embed", lambda: todo.done(vectors()), one_by_one),
-            lane,
-        )
+        traces = [i.source.trace for b in batches for i in b.tasks]
+        facts = sum(len(b.facts) for b in batches)
+
+        def landed(vectors):  # the model call's wait and the vectors' use
+            with tracing.step("ingest.embed", traces, batches=len(batches), facts=facts):
+                return guarded("embed", lambda: todo.done(vectors()), one_by_one)
+
+        return Flight(partial(todo.model, rt.embedder), landed, lane)
 
     # one collected batch in the model's hands while the worker writes the one before
     vectors = op.key_rm(

@@ -39,6 +39,7 @@ class Source:
     # "<dlq partition>:<offset>" when `memstream dlq replay` re-drove it (ops.dlq_cmd):
     # if it fails again, its DLQ record says so and is not re-driven again by default
     replay_of: str | None = None
+    trace: str | None = None  # the record's W3C traceparent, when traces are on (core.tracing)
 
 
 REPLAY_HEADER = "replay_of"

@@ -22,7 +22,7 @@ from typing import TypeVar
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 from confluent_kafka import KafkaException
 
-from core import metrics
+from core import metrics, tracing
 from core.write_batch import WriteBatch
 from dataflows.breaker import Breaker, Record
 from dataflows.ingest.guard import describe, is_data_error
@@ -183,6 +183,12 @@ class _Partition(StatelessSinkPartition[Applied]):
 
     def _write(self, items: list[Applied]) -> None:
         merged = merge_applied(items)
+        # one write, many adds: a span of its own, linked to their traces (core.tracing)
+        traces = (s.trace for s in merged.sources)
+        with tracing.batch("ingest.sink", traces, items=len(items), results=len(merged.results)):
+            self._stored(items, merged)
+
+    def _stored(self, items: list[Applied], merged: Applied) -> None:
         self.rt.memories.write(merged.batch, _sink_stage)
         with metrics.ingest_stage("sink_tasks"):
             try:

@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, Message
 from fastapi import APIRouter, Response
 from pydantic import ValidationError
 
+from core import tracing
 from recall_api.commands import send
 from recall_api.deps import ApiDep, CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import OUTAGES, ApiError, ok, unavailable
@@ -67,7 +68,17 @@ def check_switch(svc: Services, user_id: int, app_id: str | None, tenant: str) -
 def add(
     body: AddRequest, api: ApiDep, svc: ServicesDep, recaller: RecallerDep, caller: CallerDep
 ) -> Response:
-    """Accept turns for extraction; answers at once with a task id to poll."""
+    """Accept turns for extraction; answers at once with a task id to poll. One trace
+    per add: this span, then the flow's steps (``core.tracing``)."""
+    with tracing.span(
+        "memstream.add", tracing.SERVER, user_id=body.user_id, messages=len(body.messages)
+    ):
+        return _add(body, api, svc, recaller, caller)
+
+
+def _add(
+    body: AddRequest, api: ApiDep, svc: ServicesDep, recaller: RecallerDep, caller: CallerDep
+) -> Response:
     caller.check_write_scope(body.level, body.app_id)
     s = svc.settings
     if len(body.messages) > s.max_turns_per_event:
@@ -89,6 +100,7 @@ def add(
     who = caller_identity(caller.kid, body.app_id)
     fields = body.model_dump(mode="json", exclude_none=True, exclude={"request_id"})
     task_id = add_task_id(body.user_id, request_id, t, who)
+    tracing.annotate(task_id=task_id)
     try:
         event = ConversationEvent(
             task_id=task_id,
@@ -163,7 +175,11 @@ def deliver(
     deadline = time.monotonic() + svc.settings.write_timeout_s
     try:
         bus.produce_json(
-            bus.topic(TOPIC_CONVERSATIONS), str(body.user_id), payload, on_delivery=delivered
+            bus.topic(TOPIC_CONVERSATIONS),
+            str(body.user_id),
+            payload,
+            headers=tracing.headers(),  # the add's trace goes on in the flow
+            on_delivery=delivered,
         )
     except StoreUnavailable as exc:  # not queued: nothing will land
         delivered(exc, None)

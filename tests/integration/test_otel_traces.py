@@ -1,0 +1,129 @@
+"""OpenTelemetry traces (docs/operations.md#traces): an add is one trace from the API
+through its Kafka record and the ingest flow; the sink write links to it; a recall is one
+trace with its stages; spans never carry content; off, nothing is recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from core import tracing
+from core.settings import Settings
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.integration
+
+SECRET_WORDS = ("kayak", "Osprey", "garage", "boat")  # the add's content and the query
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.install(provider)
+    try:
+        yield exporter
+    finally:
+        tracing.install(None)
+
+
+def _add(api, user_id: int) -> str:
+    text = "I keep a red kayak named Osprey in the garage."
+    body = {"user_id": user_id, "messages": [{"role": "user", "content": text}]}
+    resp = api.post("/memory/v1/add", json=body)
+    assert resp.json()["code"] == 0, resp.text
+    task_id = resp.json()["data"]["task_id"]
+
+    def done():
+        got = api.get(f"/memory/v1/tasks/{task_id}").json()["data"]
+        return got if got["status"] in ("done", "failed") else None
+
+    assert wait_for(done, what=task_id)["status"] == "done"
+    return task_id
+
+
+def _named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
+    return [s for s in exporter.get_finished_spans() if s.name == name]
+
+
+def _no_content(exporter: InMemorySpanExporter) -> None:
+    """Every attribute of every span (its links' and events' too) is an id, a count or a
+    timing: no word of the memory or the query."""
+    for s in exporter.get_finished_spans():
+        values: list[object] = [s.name, s.status.description or ""]
+        values += list((s.attributes or {}).values())
+        for link in s.links:
+            values += list((link.attributes or {}).values())
+        for event in s.events:
+            values += [event.name, *(event.attributes or {}).values()]
+        for v in values:
+            assert isinstance(v, str | int | float | bool), (s.name, v)
+            if isinstance(v, str):
+                assert len(v) <= 128, (s.name, v)
+                assert not any(w.lower() in v.lower() for w in SECRET_WORDS), (s.name, v)
+
+
+def test_an_add_is_one_trace_from_the_api_through_kafka_and_the_flow(
+    api, ingest, user_id, spans
+) -> None:
+    task_id = _add(api, user_id)
+    (root,) = [s for s in _named(spans, "memstream.add") if s.attributes["task_id"] == task_id]
+    trace_id = root.context.trace_id
+    steps = ("ingest.parse", "ingest.extract", "ingest.embed", "ingest.write")
+
+    def flow_spans():
+        got = {n: [s for s in _named(spans, n) if s.context.trace_id == trace_id] for n in steps}
+        return got if all(got.values()) else None
+
+    found = wait_for(flow_spans, timeout=10, what="the flow's spans in the add's trace")
+    (parse,) = found["ingest.parse"]
+    assert parse.parent is not None and parse.parent.span_id == root.context.span_id
+    assert root.attributes["user_id"] == user_id
+
+    def sink_span():  # the write's own trace, linked to the add's
+        for s in _named(spans, "ingest.sink"):
+            if any(link.context.trace_id == trace_id for link in s.links):
+                return s
+        return None
+
+    sink = wait_for(sink_span, timeout=10, what="a sink span linked to the add's trace")
+    assert sink.context.trace_id != trace_id and sink.parent is None
+    _no_content(spans)
+
+
+def test_a_recall_is_one_trace_with_its_stages(api, ingest, user_id, spans) -> None:
+    _add(api, user_id)
+    spans.clear()
+    body = {"user_id": user_id, "query": "which boat do I own?"}
+    resp = api.post("/memory/v1/recall", json=body)
+    assert resp.json()["code"] == 0, resp.text
+    (root,) = _named(spans, "memstream.recall")
+    children = {
+        s.name
+        for s in spans.get_finished_spans()
+        if s.parent is not None and s.parent.span_id == root.context.span_id
+    }
+    assert {"recall.cache", "recall.search", "recall.rank"} <= children
+    assert all(s.context.trace_id == root.context.trace_id for s in spans.get_finished_spans())
+    assert root.attributes["hits"] >= 1
+    _no_content(spans)
+
+
+def test_without_an_endpoint_nothing_is_recorded(api, ingest, user_id) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.install(provider)
+    tracing.install(None)  # as setup leaves it with no otel_endpoint
+    assert tracing.setup(Settings(otel_endpoint=""), "memstream-test") is False
+    assert not tracing.enabled() and tracing.headers() == {}
+    with tracing.span("memstream.add", user_id=user_id) as sp:
+        assert sp is None
+    _add(api, user_id)
+    api.post("/memory/v1/recall", json={"user_id": user_id, "query": "which boat?"})
+    assert exporter.get_finished_spans() == ()
