@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from core.derived import is_profile_id, profile_id
 from recall_api.state import api_state
 from sinks import keystore
 from tests.helpers.api_client import api_client
@@ -69,6 +70,11 @@ def seeded(http, keys):
         switch = {"user_id": user_id, "enabled": True}
         ok(call(http, keys, f"{tenant}_admin", "/memory/v1/switch", switch))
     return user_id, ids
+
+
+def _profiles(tenant: str, user_id: int) -> set[str]:
+    """The ids of the profiles the seeded user may have in ``tenant``: GLOBAL's and appA's."""
+    return {profile_id(tenant, user_id, app) for app in (None, "appA")}
 
 
 def escapes(db: str) -> list[tuple[str, str]]:
@@ -137,9 +143,15 @@ def test_every_allowed_spelling_answers_the_callers_rows_only(http, keys, seeded
     user_id, ids = seeded
     tenant = who[:2]
     db = api_state(http.app).stores.clickhouse.database
+    profiles = _profiles(tenant, user_id)
     for query in allowed(db, user_id, ids["t1"], ids["t2"]):
         rows = ok(call(http, keys, who, "/admin/v1/sql", {"query": query}))["rows"]
-        assert rows and {tuple(r) for r in rows} == {(ids[tenant], tenant)}, (query, rows)
+        # the stored profile of the caller's own user is a row of its tenant too
+        # (docs/architecture.md#the-profile); no row of the other tenant, profile or not
+        assert {r[1] for r in rows} == {tenant}, (query, rows)
+        assert {r[0] for r in rows if is_profile_id(r[0])} <= profiles, (query, rows)
+        mine = {tuple(r) for r in rows if not is_profile_id(r[0])}
+        assert mine == {(ids[tenant], tenant)}, (query, rows)
     # a GROUP BY tenant_id over every table it may read names its own tenant only
     for table in ("memories", "memory_changelog", "memory_settings"):
         query = f"SELECT tenant_id, count() FROM {table} FINAL GROUP BY tenant_id"
@@ -156,7 +168,12 @@ def test_local_mode_reads_every_table_one_statement_at_a_time(settings, stores, 
     with api_client(settings, stores, runtime, client=("127.0.0.1", 40001)) as local:
         query = f"SELECT memory_id FROM {db}.memories WHERE user_id = {user_id} ORDER BY 1"
         got = local.post("/admin/v1/sql", json={"query": query + ";"}).json()
-        assert {r[0] for r in ok(got)["rows"]} == set(ids.values())
+        read = {r[0] for r in ok(got)["rows"]}
+        assert {m for m in read if not is_profile_id(m)} == set(ids.values())
+        # both tenants' stored profiles of the user (docs/architecture.md#the-profile)
+        every = _profiles("t1", user_id) | _profiles("t2", user_id)
+        assert {profile_id(t, user_id, "appA") for t in ("t1", "t2")} <= read - set(ids.values())
+        assert read - set(ids.values()) <= every
         got = local.post("/admin/v1/sql", json={"query": "SELECT count() FROM system.one"})
         assert ok(got.json())["rows"] == [[1]]
         got = local.post("/admin/v1/sql", json={"query": "SELECT 1; SELECT 2"}).json()
