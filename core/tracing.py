@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
+from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 from opentelemetry.trace import (
     Link,
@@ -109,6 +110,24 @@ def headers() -> dict[str, str]:
     carrier: dict[str, str] = {}
     _PROPAGATOR.inject(carrier)
     return carrier
+
+
+def attach_caller(http_headers: Iterable[tuple[bytes, bytes]]) -> object | None:
+    """Make a caller's W3C ``traceparent`` (an HTTP request header) the current context,
+    so the request's spans join the caller's trace; a token for ``detach`` (None when
+    off or none was sent; a malformed one is ignored)."""
+    if _tracer is None:
+        return None
+    for key, value in http_headers:
+        if key == b"traceparent" and len(value) <= 128:
+            found = _PROPAGATOR.extract({TRACEPARENT: value.decode("latin-1")})
+            return otel_context.attach(found)
+    return None
+
+
+def detach(token: object | None) -> None:
+    if token is not None:
+        otel_context.detach(token)  # type: ignore[arg-type]
 
 
 def traceparent_of(kafka_headers: Sequence[tuple[str, bytes | None]] | None) -> str | None:

@@ -7,6 +7,7 @@ import time
 from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from core import tracing
 from core.logs import new_trace_id, trace_id_var
 from core.settings import Settings
 from recall_api import export, health
@@ -61,9 +62,11 @@ class Trace:
             await send(message)
 
         token = trace_id_var.set(trace_id)
+        caller = tracing.attach_caller(scope["headers"])  # a caller's traceparent (core.tracing)
         try:
             await self.app(scope, receive, send_traced)
         finally:
+            tracing.detach(caller)
             trace_id_var.reset(token)
             path = getattr(scope.get("route"), "path", "unmatched")
             LATENCY.labels(path, str(status)).observe(time.perf_counter() - started)

@@ -32,10 +32,10 @@ def spans() -> Iterator[InMemorySpanExporter]:
         tracing.install(None)
 
 
-def _add(api, user_id: int) -> str:
+def _add(api, user_id: int, headers: dict[str, str] | None = None) -> str:
     text = "I keep a red kayak named Osprey in the garage."
     body = {"user_id": user_id, "messages": [{"role": "user", "content": text}]}
-    resp = api.post("/memory/v1/add", json=body)
+    resp = api.post("/memory/v1/add", json=body, headers=headers)
     assert resp.json()["code"] == 0, resp.text
     task_id = resp.json()["data"]["task_id"]
 
@@ -94,6 +94,22 @@ def test_an_add_is_one_trace_from_the_api_through_kafka_and_the_flow(
     sink = wait_for(sink_span, timeout=10, what="a sink span linked to the add's trace")
     assert sink.context.trace_id != trace_id and sink.parent is None
     _no_content(spans)
+
+
+def test_an_add_joins_the_trace_of_a_caller_that_sends_one(api, ingest, user_id, spans) -> None:
+    trace_id, span_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    _add(api, user_id, {"traceparent": f"00-{trace_id}-{span_id}-01"})
+    (root,) = _named(spans, "memstream.add")
+    assert root.context.trace_id == int(trace_id, 16)
+    assert root.parent is not None and root.parent.span_id == int(span_id, 16)
+    wait_for(
+        lambda: any(s.context.trace_id == int(trace_id, 16) for s in _named(spans, "ingest.write")),
+        timeout=10,
+        what="the flow's spans in the caller's trace",
+    )
+    _add(api, user_id + 1, {"traceparent": "not a traceparent"})  # ignored: a trace of its own
+    (other,) = [s for s in _named(spans, "memstream.add") if s.attributes["user_id"] != user_id]
+    assert other.parent is None and other.context.trace_id != int(trace_id, 16)
 
 
 def test_a_recall_is_one_trace_with_its_stages(api, ingest, user_id, spans) -> None:
