@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import pytest
 from confluent_kafka import Producer
 
+from core.derived import is_profile_id, profile_id
 from recall_api.state import api_state
 from schemas.enums import Status
 from sinks import keystore
@@ -76,6 +77,12 @@ def listed_ids(data: dict) -> set[str]:
     return out
 
 
+def profiles_of(tenant: str, user_id: int) -> set[str]:
+    """The stored profile of ``user_id`` in ``tenant`` after ``write``s (appA's only: a
+    user without GLOBAL memories has no GLOBAL profile)."""
+    return {profile_id(tenant, user_id, "appA")}
+
+
 def recall(http, keys, who: str, user_id: int, **extra) -> list[dict]:
     # the default 500 ms deadline is the API's; a loaded CI machine must not turn it into 50401
     body = {
@@ -117,13 +124,18 @@ def test_the_same_user_in_two_tenants_is_two_people(http, keys, user_id):
         assert [m["memory_id"] for m in got2] == [m2], got2
         assert got1[0]["content"] == T1_TEA and got2[0]["content"] == T2_TEA
 
-    # user/list and change_log: each its own
+    # user/list and change_log: each its own; the stored profile of the tenant's user
+    # (docs/architecture.md#the-profile) is listed apart and changes with its memory
     for who, mine in (("t1_admin", m1), ("t2_admin", m2), ("t1_app", m1), ("t2_app", m2)):
+        own = profiles_of(who[:2], user_id)
         listed = ok(call(http, keys, who, "/memory/v1/user/list", {"user_id": user_id}))
         assert listed_ids(listed) == {mine} and listed["total"] == 1, (who, listed)
+        assert {m["memory_id"] for m in listed["profiles"]} == own, (who, listed)
         log = ok(call(http, keys, who, "/memory/v1/change_log", {"user_id": user_id}))
-        assert {c["memory_id"] for c in log["items"]} == {mine}, (who, log)
-        assert log["total"] == 1
+        changed = {c["memory_id"] for c in log["items"]}
+        assert changed - own == {mine} and changed & own, (who, log)
+        assert log["total"] == len(log["items"])
+        assert len([c for c in log["items"] if not is_profile_id(c["memory_id"])]) == 1
 
     # history: its own memory, and the other tenant's id is not found
     hist = ok(
@@ -140,10 +152,12 @@ def test_the_same_user_in_two_tenants_is_two_people(http, keys, user_id):
     # exports: each tenant's file holds its own memories, each line names the tenant
     for who, mine, text, tenant in (("t1_admin", m1, T1_TEA, "t1"), ("t2_admin", m2, T2_TEA, "t2")):
         lines = export_lines(http, keys, who, user_id)
+        own = profiles_of(tenant, user_id)
         memories = [x for x in lines if x["type"] == "memory"]
-        assert [m["memory_id"] for m in memories] == [mine] and memories[0]["content"] == text
+        assert {m["memory_id"] for m in memories} == {mine} | own  # the profile too
+        assert [m["content"] for m in memories if m["memory_id"] == mine] == [text]
         assert {x["tenant_id"] for x in lines} == {tenant}
-        assert {x["memory_id"] for x in lines if x["type"] == "change"} == {mine}
+        assert {x["memory_id"] for x in lines if x["type"] == "change"} == {mine} | own
 
     # the durable rows carry the tenant (what analysts query)
     for tenant, mine in (("t1", m1), ("t2", m2)):
@@ -254,7 +268,10 @@ def test_admin_sql_and_export_status_stay_in_the_tenant(http, keys, user_id):
             got = ok(call(http, keys, who, "/admin/v1/sql",
                           {"query": f"SELECT memory_id, tenant_id FROM {table} "
                                     f"WHERE user_id = {user_id}"}))  # fmt: skip
-            assert {tuple(r) for r in got["rows"]} == {(mine, who[:2])}, (who, table, got)
+            rows = {tuple(r) for r in got["rows"]}
+            # every row is the tenant's; its own user's profile rows among them
+            assert {r[1] for r in rows} == {who[:2]}, (who, table, got)
+            assert {r[0] for r in rows} == {mine} | profiles_of(who[:2], user_id), (who, table)
         for sneaky in (
             f"SELECT * FROM merge('{db}', 'memories')",
             "SELECT * FROM system.tables",
