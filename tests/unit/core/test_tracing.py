@@ -100,3 +100,44 @@ def test_off_nothing_runs() -> None:
         assert a is b is c is None
     fn = len
     assert tracing.carry(fn) is fn
+
+
+def test_setup_exports_by_otlp_http_to_the_endpoint() -> None:
+    """A real OTLP/HTTP round trip: a local collector receives the span, decoded."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    got: list[tuple[str, bytes]] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            got.append((self.path, self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_port}"
+        assert tracing.setup(Settings(otel_endpoint=endpoint), "memstream-test") is True
+        with tracing.span("memstream.add", tracing.SERVER, user_id=7):
+            pass
+        tracing.install(None)  # shuts the provider down: the batch leaves now
+    finally:
+        server.shutdown()
+    (path, body) = got[0]
+    assert path == "/v1/traces"
+    req = ExportTraceServiceRequest.FromString(body)
+    (resource,) = req.resource_spans
+    names = [s.name for scope in resource.scope_spans for s in scope.spans]
+    assert names == ["memstream.add"]
+    service = {a.key: a.value.string_value for a in resource.resource.attributes}
+    assert service["service.name"] == "memstream-test"
