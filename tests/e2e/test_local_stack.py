@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from core.derived import profile_id
 from ops import stack
 from ops.procs import port_open
+from schemas.tenants import DEFAULT_TENANT
 from tests.helpers.stack_cli import cli as _cli
 from tests.helpers.stack_cli import private_stack_env
 
@@ -104,27 +106,34 @@ def test_cli_sql_export_import_against_a_running_node(stack_env, tmp_path) -> No
     sql = _cli(
         env,
         "sql",
-        "SELECT user_id, status FROM memstream.memories FINAL WHERE user_id = 501",
+        "SELECT user_id, status FROM memstream.memories FINAL "
+        "WHERE user_id = 501 AND mem_type != 'PROFILE'",
         timeout=60,
     )
     assert sql.returncode == 0, sql.stderr
     assert sql.stdout.splitlines() == ["user_id\tstatus", "501\tACTIVE"]
     refused = _cli(env, "sql", "DROP TABLE memstream.memories", timeout=60)
     assert refused.returncode != 0 and "syntax error" in refused.stderr.lower()
-    after = _cli(env, "sql", "SELECT count() AS n FROM memstream.memories", timeout=60)
+    count = "SELECT count() AS n FROM memstream.memories WHERE mem_type != 'PROFILE'"
+    after = _cli(env, "sql", count, timeout=60)
     assert after.stdout.splitlines() == ["n", "1"]  # nothing dropped; the store still writes
 
     out = tmp_path / "u501.jsonl"
     exp = _cli(env, "export", "--user", "501", "--out", str(out), timeout=60)
     assert exp.returncode == 0, exp.stderr
     lines = [json.loads(x) for x in out.read_text().splitlines()]
-    assert [x["content"] for x in lines if x["type"] == "memory"] == [
+    memories = [x for x in lines if x["type"] == "memory"]
+    assert [x["content"] for x in memories if x["mem_type"] != "PROFILE"] == [
         "I keep my keys in the blue bowl"
     ]
+    # the export carries the stored profile; import skips it (docs/architecture.md#the-profile)
+    theirs = profile_id(DEFAULT_TENANT, 501, "notes")
+    assert [x["memory_id"] for x in memories if x["mem_type"] == "PROFILE"] == [theirs]
     imp = _cli(env, "import", str(out), "--user", "502", timeout=60)
     assert imp.returncode == 0, imp.stderr
     again = _cli(env, "import", str(out), "--user", "502", timeout=60)  # idempotent re-run
     assert again.returncode == 0
     listed = httpx.post(f"{api}/user/list", json={"user_id": 502}, timeout=30).json()["data"]
     assert listed["total"] == 1, (imp.stdout, imp.stderr, again.stdout, listed)
+    assert theirs not in {p["memory_id"] for p in listed["profiles"]}
     assert listed["memories"]["APP"]["notes"][0]["content"] == "I keep my keys in the blue bowl"
