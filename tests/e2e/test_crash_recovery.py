@@ -45,7 +45,9 @@ s = load_settings()
 st = Stores.from_settings(s); st.clickhouse.setup(); st.milvus.setup()
 lo, hi = int(sys.argv[1]), int(sys.argv[2])
 q = lambda sql: st.clickhouse.query(sql, {"lo": lo, "hi": hi})
-where = "user_id >= {lo:UInt64} AND user_id < {hi:UInt64}"
+span = "user_id >= {lo:UInt64} AND user_id < {hi:UInt64}"
+# the users' own memories; their stored profiles apart (docs/architecture.md#the-profile)
+where = span + " AND NOT startsWith(memory_id, 'p_')"
 ids = [str(u) for u in range(lo, hi)]
 vectors = st.milvus.query('user_id in ' + json.dumps(ids), ["memory_id"], limit=16384)
 print(json.dumps({
@@ -54,6 +56,8 @@ print(json.dumps({
   "adds": q(f"SELECT count() FROM memstream.memory_changelog FINAL WHERE {where} AND op_type = 'ADD'")[0][0],
   "changes": q(f"SELECT count() FROM memstream.memory_changelog FINAL WHERE {where}")[0][0],
   "vectors": len({v["memory_id"] for v in vectors}),
+  "profiles": q(f"SELECT count() FROM memstream.memories FINAL WHERE {span} "
+                "AND startsWith(memory_id, 'p_') AND status = 'ACTIVE'")[0][0],
 }))
 """
 
@@ -156,4 +160,5 @@ def test_sigkill_mid_ingest_then_restart_stores_every_fact_exactly_once(servers,
         "adds": total,
         "changes": total,
         "vectors": total,
+        "profiles": N_USERS,  # one GLOBAL profile each, however often replayed
     }
