@@ -212,7 +212,8 @@ s = load_settings()
 st = Stores.from_settings(s); st.clickhouse.setup(); st.milvus.setup()
 users = [int(u) for u in sys.argv[1:]]
 q = lambda sql: st.clickhouse.query(sql, {"u": users})
-where = "user_id IN {u:Array(UInt64)}"
+# the users' own memories; their stored profiles apart (docs/architecture.md#the-profile)
+where = "user_id IN {u:Array(UInt64)} AND NOT startsWith(memory_id, 'p_')"
 vectors = st.milvus.query('user_id in ' + json.dumps([str(u) for u in users]), ["memory_id"],
                           limit=16384)
 print(json.dumps({
