@@ -32,11 +32,12 @@ def _keyless(text: str) -> set[str]:
     return out
 
 
-def _stored_hashes(stores, user_id: int) -> list[str]:
-    """content_hash of every version of every row of the user (no FINAL: old versions too)."""
+def _stored_hashes(stores, user_id: int, profiles: bool = True) -> list[str]:
+    """content_hash of every version of every row of the user (no FINAL: old versions too);
+    with ``profiles``, the stored profile's versions too (docs/architecture.md#the-profile)."""
     rows = stores.clickhouse.query(
         "SELECT content_hash FROM memstream.memories WHERE tenant_id = 'default' "
-        "AND user_id = {u:UInt64}",
+        "AND user_id = {u:UInt64}" + ("" if profiles else " AND mem_type != 'PROFILE'"),
         {"u": user_id},
     )
     return [h for (h,) in rows]
@@ -55,8 +56,12 @@ def test_no_stored_hash_is_a_keyless_hash_of_the_text_before_or_after_a_purge(
     for text in TEXTS:
         _write(api, user_id, text)
     guesses = set().union(*(_keyless(t) for t in TEXTS))
-    before = _stored_hashes(stores, user_id)
-    assert len(before) == len(TEXTS) and not guesses & set(before)
+    assert len(_stored_hashes(stores, user_id, profiles=False)) == len(TEXTS)
+    (profile,) = runtime.memories.load(user_id, mem_types=[MemType.PROFILE], tenant="default")
+    assert all(t in profile.content for t in TEXTS)
+    guesses |= _keyless(profile.content)
+    before = _stored_hashes(stores, user_id)  # a profile's hash is no guess either
+    assert len(before) > len(TEXTS) and not guesses & set(before)
 
     # dedup still finds the same words after the user is loaded from the stores again
     runtime.cache.invalidate(user_id, tenant="default")
