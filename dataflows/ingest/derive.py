@@ -40,7 +40,7 @@ from dataflows.ingest.writer import Writer
 from dataflows.runtime import Runtime
 from models.profile_summary import PLAN, summary_or_plan
 from schemas.commands import Command
-from schemas.enums import DERIVED_TYPES, OpSource, OpType, Status
+from schemas.enums import DERIVED_TYPES, MemType, OpSource, OpType, Status
 from schemas.memory import MemoryRecord
 from schemas.payloads import ProfileSummaryPayload
 from schemas.tenants import UserKey
@@ -62,23 +62,48 @@ def derive(rt: Runtime, batch: WriteBatch, cause: str, now: datetime) -> None:
         if c.op_type is OpType.DELETE and c.op_source in BLANKING and not is_profile_id(c.memory_id)
     ]
     for user in users:
-        idx = rt.cache.get(user.user_id, tenant=user.tenant)
+        idx = rt.cache.peek(user.user_id, tenant=user.tenant)
+        if idx is None:  # a user the handler did not hold (a lifecycle pass): not loaded
+            _derive(rt, None, user, batch, cause, now)
+            continue
         with idx.lock:
             _derive(rt, idx, user, batch, cause, now)
     batch.sanitize_cited.extend(gone)
 
 
 def _derive(
-    rt: Runtime, idx: UserIndex, user: UserKey, batch: WriteBatch, cause: str, now: datetime
+    rt: Runtime,
+    idx: UserIndex | None,
+    user: UserKey,
+    batch: WriteBatch,
+    cause: str,
+    now: datetime,
 ) -> None:
-    held = _held(rt, idx, user)
-    for rec in batch.memories:  # the batch's own versions of them (a purge's)
-        if is_derived(rec) and rec.user_id == user.user_id and rec.tenant_id == user.tenant:
+    """``idx``: the user's held index (under its lock), or None to read the stores. Either
+    way the batch's own versions are laid over what is read: a handler that wrote through
+    another index (a lifecycle pass's) has not changed the held one, and the stores have
+    none of this batch yet."""
+    if idx is not None:
+        held = _held(rt, idx, user)
+        base = {r.memory_id: r for r in idx.records.values()}
+    else:
+        rows = rt.memories.load(
+            user.user_id, statuses=[Status.ACTIVE], mem_types=list(MemType), tenant=user.tenant
+        )
+        held = {r.memory_id: r for r in rows if is_derived(r)}
+        base = {r.memory_id: r for r in rows if not is_derived(r)}
+    mine = [m for m in batch.memories if UserKey(m.tenant_id, m.user_id) == user]
+    for rec in mine:
+        if is_derived(rec):  # the batch's own versions of them (a purge's)
             held[rec.memory_id] = rec
-    records = list(idx.records.values())
+        elif rec.status is Status.ACTIVE and rec.invalid_at is None:
+            base[rec.memory_id] = rec
+        else:
+            base.pop(rec.memory_id, None)
+    records = list(base.values())
     have = scopes(records)  # an app without memories of its own has no profile of its own
     wanted = have | {r.app_id for r in held.values() if r.status is Status.ACTIVE}
-    rc = Recorder(batch, now, cause, idx)
+    rc = Recorder(batch, now, cause)
     for app_id in sorted(wanted, key=lambda a: a or ""):
         pid = profile_id(user.tenant, user.user_id, app_id)
         old = held.get(pid)

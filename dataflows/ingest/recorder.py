@@ -209,16 +209,20 @@ class Recorder:
 
     def derive(self, old: MemoryRecord | None, rec: MemoryRecord, reason: str) -> None:
         """A derived memory's new version (a profile, ``dataflows.ingest.derive``): written
-        with its change row (ADD, UPDATE, or DELETE when it retires); never indexed, given
-        a vector or counted (docs/architecture.md#the-profile)."""
+        with its change row (ADD, UPDATE, or DELETE when it retires, which says no words:
+        a purge's is sealed after the user's key is gone); never indexed, given a vector
+        or counted (docs/architecture.md#the-profile). The change id names the version's
+        words: one cause may write several versions (its inputs grouped otherwise after
+        a restart), and a replay of the same version is the same row."""
         self.batch.memories.append(rec)
         was = old is not None and old.status is Status.ACTIVE
         if rec.status is not Status.ACTIVE:
             op = OpType.DELETE
         else:
             op = OpType.UPDATE if was else OpType.ADD
-        before = old.content if old is not None and was else ""
-        self.note(rec, op, reason, before=before, after=rec.content, label=f"DERIVE_{op}")
+        before = old.content if old is not None and was and op is not OpType.DELETE else ""
+        label = f"DERIVE_{op}_{rec.content_hash}"
+        self.note(rec, op, reason, before=before, after=rec.content, label=label)
 
     def note(
         self,
