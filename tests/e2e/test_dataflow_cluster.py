@@ -26,8 +26,10 @@ import pytest
 import redis
 from confluent_kafka import Consumer, Producer
 
+from core.derived import is_profile_id
 from core.settings import Settings
 from ops.procs import free_port, port_open
+from schemas.enums import MemType, Status
 from sinks.changelog import ChangeLog
 from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore
@@ -181,16 +183,23 @@ def _done(r: redis.Redis, prefix: str, upto: int) -> int:
 
 def _results(stores: Stores, memories: MemoryStore, prefix: str, base: int, r) -> dict:
     log = ChangeLog(stores.clickhouse, memories.cipher)
-    out: dict = {"memories": {}, "changes": {}, "tasks": {}, "vectors": {}}
+    out: dict = {"memories": {}, "changes": {}, "tasks": {}, "vectors": {}, "profiles": {}}
     for u in range(N_USERS):
         user = base + u
         loaded = memories.load(user, tenant="default")
         out["memories"][u] = sorted((m.content, str(m.status), str(m.level)) for m in loaded)
         rows, _ = log.query(user, tenant="default", limit=1000)
+        # the memories' own change rows: a profile's versions follow how the inputs were
+        # grouped into batches (timing), so only its final words are compared
         out["changes"][u] = sorted(
             (str(c.op_type), c.content_before, c.content_after, c.task_id.removeprefix(prefix))
             for c in rows
+            if not is_profile_id(c.memory_id)
         )
+        profiles = memories.load(
+            user, [Status.ACTIVE], mem_types=[MemType.PROFILE], tenant="default"
+        )
+        out["profiles"][u] = sorted(m.content for m in profiles)
         hits = stores.milvus.query(f'user_id == "{user}"', ["memory_id"], limit=1000)
         out["vectors"][u] = len({h["memory_id"] for h in hits})
         out["tasks"][u] = [
@@ -264,7 +273,8 @@ def test_a_two_process_cluster_and_a_kill_store_what_one_process_stores(
     stores.close()
     assert sum(len(m) for m in want["memories"].values()) >= N_USERS * 8
     assert all(st == "done" for per in want["tasks"].values() for st, _ in per)
-    for key in ("memories", "changes", "tasks", "vectors"):
+    assert all(want["profiles"].values())  # each user has its profile
+    for key in ("memories", "changes", "tasks", "vectors", "profiles"):
         assert got[key] == want[key], key
 
 
