@@ -39,7 +39,7 @@ from schemas.enums import DERIVED_TYPES, Level, MemType, Ownership, Status
 from schemas.json_types import JsonObject, JsonValue
 from schemas.memory import EntityLink, MemoryRecord
 
-STORED_CHARS = 4000  # the stored plan's budget; a larger ask is planned on read
+STORED_CHARS = 2000  # the stored plan's budget (profile's and context's default); more: on read
 TAG = "profile"  # custom_tags key of the items' citations
 PLAN_TAG = "profile_plan"  # custom_tags key: the plan an LLM summary says (its hash)
 PREFIX = "p_"  # a profile's memory id: PREFIX + hex (``profile_id``)
