@@ -125,7 +125,9 @@ def _profile(
     the user) and their profile: the stored one cut to the whole budget, else planned."""
     held = partial(_held, svc, body.user_id, caller.tenant)
     records = scope_records(svc, caller, body.user_id, body.scope, EMPTY, held)
-    stored = stored_profile(svc, caller, body.user_id, body.scope, body.max_chars, EMPTY)
+    stored = stored_profile(
+        svc, caller, body.user_id, body.scope, body.max_chars, EMPTY, wait=False
+    )
     if stored is None:
         return records, plan_profile(records, body.max_chars, now=now)
     items = [

@@ -18,7 +18,10 @@ matches it). The choice and the words are the pure planner's (``core.profile``).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from fastapi import APIRouter, Response
@@ -28,6 +31,7 @@ from core.entity_view import aggregate, matching
 from core.profile import ProfileItem as PlannedItem
 from core.profile import plan_profile
 from core.scope import ScopeError, ScopeRequest, resolve_scope
+from core.user_index import UserIndex
 from models.rules.entity_mention import entity_key as _fold
 from recall_api.access import Caller
 from recall_api.deps import CallerDep, ServicesDep
@@ -40,6 +44,7 @@ from schemas.requests import ProfileRequest, ViewScope
 from schemas.responses import Profile, ProfileItem
 from sinks.services import Services
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/memory/v1", tags=["profile"])
 EMPTY: dict[str, object] = {"items": [], "chars_used": 0, "updated_at": None}
 
@@ -96,10 +101,15 @@ def _named(item: PlannedItem, by_id: dict[str, MemoryRecord], names: dict[str, s
     return item.entity
 
 
-def held_profiles(svc: Services, user_id: int, tenant: str) -> dict[str, MemoryRecord]:
+def held_profiles(
+    svc: Services, user_id: int, tenant: str, wait: bool = True
+) -> dict[str, MemoryRecord] | None:
     """The user's stored profiles by id: those the hot cache follows when it holds the
     user (``UserIndex.derived``, kept by every write it mirrors), else read from the
-    store, and then followed when no version was written while they were read."""
+    store, and then followed when no version was written while they were read. A held
+    user loaded from a snapshot (which holds no profile) has none followed yet: with
+    ``wait`` false, None at once and they are read on the fill thread for the next call
+    (the context call plans instead: a store read on its path was its p99)."""
 
     def load() -> dict[str, MemoryRecord]:
         rows = svc.memories.load(user_id, mem_types=DERIVED_TYPES, tenant=tenant)
@@ -107,7 +117,17 @@ def held_profiles(svc: Services, user_id: int, tenant: str) -> dict[str, MemoryR
 
     idx = svc.cache.peek(user_id, tenant=tenant)
     if idx is None:
-        return load()
+        return load() if wait else None
+    with idx.lock:
+        if idx.derived is not None:
+            return dict(idx.derived)
+    if not wait:
+        _fill_later(idx, load)
+        return None
+    return _follow(idx, load)
+
+
+def _follow(idx: UserIndex, load: Callable[[], dict[str, MemoryRecord]]) -> dict[str, MemoryRecord]:
     while True:  # again when a version was written while the store was read
         with idx.lock:
             if idx.derived is not None:
@@ -121,6 +141,30 @@ def held_profiles(svc: Services, user_id: int, tenant: str) -> dict[str, MemoryR
                 return dict(idx.derived)
 
 
+_FILLS = ThreadPoolExecutor(1, thread_name_prefix="profile-fill")
+_FILLING: set[int] = set()  # id() of the indexes queued
+_FILLING_LOCK = threading.Lock()
+
+
+def _fill_later(idx: UserIndex, load: Callable[[], dict[str, MemoryRecord]]) -> None:
+    """``_follow`` on the fill thread, once per index at a time; a failure is logged."""
+    with _FILLING_LOCK:
+        if id(idx) in _FILLING:
+            return
+        _FILLING.add(id(idx))
+
+    def run() -> None:
+        try:
+            _follow(idx, load)
+        except Exception:
+            log.warning("stored profiles not read; the next call tries again", exc_info=True)
+        finally:
+            with _FILLING_LOCK:
+                _FILLING.discard(id(idx))
+
+    _FILLS.submit(run)
+
+
 def stored_profile(
     svc: Services,
     caller: Caller,
@@ -128,6 +172,7 @@ def stored_profile(
     scope: ViewScope,
     max_chars: int,
     empty: object = EMPTY,
+    wait: bool = True,
 ) -> Profile | None:
     """The scope's stored profile (``core.derived``) cut to ``max_chars``, or None when it
     must be planned on read: a scope without GLOBAL (no profile stands for it), a budget
@@ -144,7 +189,9 @@ def stored_profile(
     except ScopeError as exc:
         raise ApiError(ErrorCode(exc.code), str(exc), empty) from None
     app = next((b.app_id for b in pred.branches if b.level is Level.APP), None)
-    held = held_profiles(svc, user_id, caller.tenant)
+    held = held_profiles(svc, user_id, caller.tenant, wait)
+    if held is None:
+        return None
     rec = held.get(profile_id(caller.tenant, user_id, app))
     if app is not None and rec is not None and rec.status is not Status.ACTIVE:
         # an app left without memories of its own: the GLOBAL profile stands for it
