@@ -131,7 +131,7 @@ LIFECYCLE = FlowMetrics("lifecycle")
 INGEST_STAGE = Counter(
     "memstream_ingest_stage_seconds",
     "wall seconds the ingest flow spent in each step (parse, window, extract, seal, "
-    "embed_load, embed_model, write, sink_clickhouse, sink_milvus, sink_changes, "
+    "embed_load, embed_model, write, sink_profile, sink_clickhouse, sink_milvus, sink_changes, "
     "sink_cache, sink_tasks); shares of their sum tell where ingest time goes",
     ["stage"],
 )

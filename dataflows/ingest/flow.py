@@ -15,7 +15,7 @@ worker count (processes x workers per process): the embed step has one shard per
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from functools import partial
 
 import bytewax.operators as op
@@ -26,12 +26,12 @@ from bytewax.inputs import Source
 from core import metrics, sameness, tracing
 from core.write_batch import WriteBatch
 from dataflows.breaker import Breaker
+from dataflows.ingest import derive as _derive  # noqa: F401  (registers profile_summary)
 from dataflows.ingest import (
     entity_commands,  # noqa: F401  (entity_update, entities_backfill)
     management,  # noqa: F401  (registers the management commands)
 )
 from dataflows.ingest.commands import apply_command
-from dataflows.ingest.derive import derive
 from dataflows.ingest.embed import embed_all, prepare
 from dataflows.ingest.extract import extract
 from dataflows.ingest.fence import Fences, fenced
@@ -203,16 +203,10 @@ def build_flow(
         with metrics.ingest_stage("write"), tracing.step("ingest.write", traces):
             return _write(state, item, refused)
 
-    def profiled(out: Applied, cause: str) -> Applied:
-        """``out`` with the profile versions its changes call for (ingest.derive)."""
-        derive(rt, out.batch, cause, datetime.now(UTC))
-        return out
-
     def _write(state, item, refused):
         fences = Fences.of(state)  # the user's purges and scoped deletes (ingest.fence)
         if isinstance(item, IncomingCommand):
-            cause = item.command.command_id
-            out = guarded("write", lambda: profiled(apply_command(writer, item), cause), refused)
+            out = guarded("write", lambda: apply_command(writer, item), refused)
             out.event_s.append(item.source.ts_s)
             out.sources.append(item.source)
             if all(r.get("code", 0) == 0 for _, r in out.command_results):
@@ -222,10 +216,7 @@ def build_flow(
             sources = [i.source for i in item.tasks]
             item, purged = fenced(item, fences)
             if item.tasks:
-                cause = item.tasks[0].task_id
-                out = guarded(
-                    "write", lambda: profiled(writer.apply_extracted(item), cause), refused
-                )
+                out = guarded("write", lambda: writer.apply_extracted(item), refused)
             else:
                 out = Applied(WriteBatch())
             out.results.extend(purged)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
@@ -25,6 +26,7 @@ from confluent_kafka import KafkaException
 from core import metrics, tracing
 from core.write_batch import WriteBatch
 from dataflows.breaker import Breaker, Record
+from dataflows.ingest.derive import derive
 from dataflows.ingest.guard import describe, is_data_error
 from dataflows.ingest.items import (
     REPLAY_HEADER,
@@ -183,6 +185,8 @@ class _Partition(StatelessSinkPartition[Applied]):
 
     def _write(self, items: list[Applied]) -> None:
         merged = merge_applied(items)
+        with metrics.ingest_stage("sink_profile"):  # its users' profiles, in the same write
+            derive(self.rt, merged.batch, datetime.now(UTC))
         # one write, many adds: a span of its own, linked to their traces (core.tracing)
         traces = (s.trace for s in merged.sources)
         with tracing.batch("ingest.sink", traces, items=len(items), results=len(merged.results)):
