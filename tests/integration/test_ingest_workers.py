@@ -19,8 +19,10 @@ from bytewax.connectors.kafka import KafkaSourceMessage
 from bytewax.run import cli_main
 from bytewax.testing import TestingSource
 
+from core.derived import is_profile_id
 from dataflows.ingest.flow import build_flow
 from dataflows.ingest.shards import WorkerCounts, route
+from schemas.enums import MemType, Status
 from schemas.events import TOPIC_CONVERSATIONS
 from schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.changelog import ChangeLog
@@ -85,9 +87,13 @@ def _results(rt, base: int) -> dict:
         user = base + u
         memories[u] = sorted(
             (m.content, str(m.status), str(m.level), str(m.mem_type))
-            for m in rt.memories.load(user, tenant=DEFAULT_TENANT)
+            for m in rt.memories.load(user, tenant=DEFAULT_TENANT, mem_types=list(MemType))
+            if m.status is Status.ACTIVE or not is_profile_id(m.memory_id)
         )
         rows, _ = log.query(user, tenant=DEFAULT_TENANT, limit=1000)
+        # the memories' own rows: a profile's versions follow how timing grouped the
+        # inputs into batches (its final words are in ``memories`` via mem_types below)
+        rows = [r for r in rows if not is_profile_id(r.memory_id)]
         rel = [(r.op_type, r.content_before, r.content_after, _rel(r.task_id, base)) for r in rows]
         changes[u] = sorted(rel, key=lambda c: (c[3], c))
         # in order: a later turn's changes are never older than an earlier turn's
