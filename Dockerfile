@@ -18,7 +18,6 @@ RUN python -m venv /opt/memstream/venv
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch
 WORKDIR /src
 COPY pyproject.toml README.md ./
-COPY schemas schemas
 COPY core core
 COPY models models
 COPY sinks sinks

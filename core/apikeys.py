@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from schemas.tenants import DEFAULT_TENANT, check_tenant
+from memstream.schemas.tenants import DEFAULT_TENANT, check_tenant
 
 Role = Literal["app", "admin"]
 ROLES: tuple[Role, ...] = ("app", "admin")

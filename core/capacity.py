@@ -33,8 +33,8 @@ from datetime import datetime
 from core.settings import Settings
 from core.timeutil import require_aware
 from core.weights import memory_weight_now
-from schemas.enums import Level, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, Status
+from memstream.schemas.memory import MemoryRecord
 
 GLOBAL = "global"
 TOTAL = "total"

@@ -40,8 +40,8 @@ from core.clustering import choose
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from core.weights import is_persona, weight_now
-from schemas.enums import Level, MemType, Status
-from schemas.memory import MemoryRecord, tags_json
+from memstream.schemas.enums import Level, MemType, Status
+from memstream.schemas.memory import MemoryRecord, tags_json
 
 SEPARATOR = "; "
 _TRAILING = " \t\n.;。；"

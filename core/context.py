@@ -32,8 +32,8 @@ from datetime import datetime
 from typing import Literal
 
 from core.profile import ProfileItem, plan_profile
-from schemas.limits import is_blank
-from schemas.memory import MemoryRecord
+from memstream.schemas.limits import is_blank
+from memstream.schemas.memory import MemoryRecord
 
 Kind = Literal["profile", "memory", "entity"]
 SECTIONS: dict[Kind, str] = {
@@ -48,7 +48,7 @@ MEMORY_SHARE = 0.8  # then the best memories: the text up to this share
 ENTITY_MAX_CHARS = 300  # one entity's line, at most
 MAX_ENTITIES = 5  # entities offered, at most, in the order given
 LAST_TURNS = 3  # the user turns recalled for when no query is given
-MAX_QUERY_CHARS = 4096  # recall's longest query (schemas.requests.RecallRequest)
+MAX_QUERY_CHARS = 4096  # recall's longest query (memstream.schemas.requests.RecallRequest)
 
 
 @dataclass(frozen=True, slots=True)

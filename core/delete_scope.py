@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
-from schemas.enums import Level
-from schemas.payloads import DeletePayload, DeleteScopeSpec
+from memstream.schemas.enums import Level
+from memstream.schemas.payloads import DeletePayload, DeleteScopeSpec
 
 # An app key's reach: its apps, and whether it may change GLOBAL memories.
 Grant = TypedDict("Grant", {"apps": Iterable[str], "global": bool})
@@ -52,7 +52,7 @@ class DeleteScope:
     @classmethod
     def of(cls, payload: DeletePayload | Mapping[str, object]) -> DeleteScope:
         """The scope of a ``delete`` command's payload (its ``scope`` and ``access``);
-        a mapping is validated as one (``schemas.payloads.DeletePayload``)."""
+        a mapping is validated as one (``memstream.schemas.payloads.DeletePayload``)."""
         p = payload if isinstance(payload, DeletePayload) else DeletePayload.model_validate(payload)
         scope = p.scope or DeleteScopeSpec()
         access = p.access

@@ -35,9 +35,9 @@ from datetime import datetime
 
 from core.hashing import content_hash, stable_id
 from core.profile import ProfileItem, plan_profile
-from schemas.enums import DERIVED_TYPES, Level, MemType, Ownership, Status
-from schemas.json_types import JsonObject, JsonValue
-from schemas.memory import EntityLink, MemoryRecord
+from memstream.schemas.enums import DERIVED_TYPES, Level, MemType, Ownership, Status
+from memstream.schemas.json_types import JsonObject, JsonValue
+from memstream.schemas.memory import EntityLink, MemoryRecord
 
 STORED_CHARS = 2000  # the stored plan's budget (profile's and context's default); more: on read
 TAG = "profile"  # custom_tags key of the items' citations

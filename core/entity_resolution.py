@@ -30,8 +30,8 @@ from typing import Protocol
 
 from core.entity_keys import RELATION_KEY_PREFIX, entity_key, relation_key
 from core.hashing import stable_id
-from schemas.memory import EntityLink, MemoryRecord
-from schemas.tenants import id_parts
+from memstream.schemas.memory import EntityLink, MemoryRecord
+from memstream.schemas.tenants import id_parts
 
 _MIN_ALIAS = 3  # a first-name alias shorter than this joins nothing ("Al", "Jo")
 

@@ -3,7 +3,7 @@
 
 Pure: the caller hands in the records it may read (``recall_api.access``) and, for a
 request's scope, :func:`in_scope`; nothing here reads a store. An entity is what the
-records' ``entities`` links (``schemas.memory.EntityLink``) say about one ``entity_id``:
+records' ``entities`` links (``memstream.schemas.memory.EntityLink``) say about one ``entity_id``:
 
 * **which memories count**: the ones on a timeline (:data:`TIMELINE`): ACTIVE, ARCHIVED
   and SUPERSEDED, so a fact that was once true stays traceable ("lived in Shenzhen, then
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from core.entity_keys import entity_key
-from schemas.enums import Level, Status
-from schemas.memory import EntityLink, MemoryRecord
+from memstream.schemas.enums import Level, Status
+from memstream.schemas.memory import EntityLink, MemoryRecord
 
 TIMELINE = frozenset({Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED})
 

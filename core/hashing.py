@@ -13,7 +13,7 @@ import hashlib
 import re
 import unicodedata
 
-from schemas.tenants import id_parts
+from memstream.schemas.tenants import id_parts
 
 ID_HEX_LEN = 24  # 96 bits: collision-free in practice for a per-deployment id space
 _SEP = "\x1f"  # unit separator: cannot occur in ids, so ("a", "bc") != ("ab", "c")

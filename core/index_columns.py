@@ -18,8 +18,8 @@ from enum import Enum
 import numpy as np
 
 from core.lexical_arrays import PostingArrays
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 
 # the small codes the index's columns hold for each enum member
 CODES: dict[type[Enum], dict[Enum, int]] = {

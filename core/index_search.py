@@ -17,8 +17,8 @@ from core.scope import Branch, TagFilter
 from core.settings import Settings
 from core.timeutil import SECONDS_PER_DAY
 from core.vector_rows import unit
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 
 
 class Scoped(Protocol):

@@ -21,8 +21,8 @@ from core.index_columns import Columns, Decoded, hash_prefix
 from core.settings import Settings
 from core.vector_rows import row_bytes, unit
 from core.weights import is_persona, weight_at_us
-from schemas.enums import Level
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level
+from memstream.schemas.memory import MemoryRecord
 
 _LEVELS = list(Level)
 _US = timedelta(microseconds=1)

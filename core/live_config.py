@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pydantic import ValidationError
 
 from core.settings import APP_OVERRIDABLE, ENV_PREFIX, Settings, SettingsError
-from schemas.limits import check_id_text, first_bad_text
+from memstream.schemas.limits import check_id_text, first_bad_text
 
 APP_PREFIX = "app/"
 

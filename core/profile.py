@@ -47,8 +47,8 @@ from cachetools import LRUCache
 from core.clustering import candidates
 from core.compression import merged_text
 from core.lexical import tokenize
-from schemas.enums import MemType, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import MemType, Status
+from memstream.schemas.memory import MemoryRecord
 
 TYPE_VALUE = {MemType.SEMANTIC: 1.0, MemType.PROCEDURAL: 0.9, MemType.EPISODIC: 0.55}
 TIME_BOUND = 0.5  # a memory with its own end date (expire_at): a one-off event

@@ -3,7 +3,7 @@ hold a record without a Python object per field.
 
 The bytes are JSON (read through orjson, ~3× faster than ``json``: the decode is on
 recall's path), one list in field order: times as integer µs since the epoch,
-enums by value (``schemas.memory.MemoryRecord``'s fields, so a new field changes the
+enums by value (``memstream.schemas.memory.MemoryRecord``'s fields, so a new field changes the
 layout and an old blob is refused with ValueError, never misread). ~350 bytes for a
 60-character memory, against ~2.7 KB for the object, its datetimes and strings; and
 a bytes object is one allocation the cyclic GC never scans. Decoding costs ~4 µs, so
@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 FIELDS = [f.name for f in fields(MemoryRecord)]

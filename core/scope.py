@@ -18,7 +18,7 @@ disagree about what a caller may see. Rules:
   ``"k:v"`` (split at the first ':') = ``tags[k]`` is the string ``v``, or the JSON
   boolean when ``v`` is ``true``/``false``. Other value types never match ``k:v``.
 
-Milvus encoding (``schemas.storage.milvus_fields``): user_id VARCHAR decimal string;
+Milvus encoding (``memstream.schemas.storage.milvus_fields``): user_id VARCHAR decimal string;
 tenant_id VARCHAR;
 app_id and session_id VARCHAR, ``''`` for none; level/ownership/mem_type/status VARCHAR
 enum values; tags JSON object of blind-index tokens (keyed HMAC under the user's data
@@ -38,10 +38,10 @@ from typing import Protocol
 
 from core.entity_keys import entity_key
 from core.timeutil import epoch_ms
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.json_types import JsonValue
-from schemas.limits import has_control_chars
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.json_types import JsonValue
+from memstream.schemas.limits import has_control_chars
+from memstream.schemas.tenants import DEFAULT_TENANT
 
 
 class ScopeError(Exception):
@@ -96,7 +96,7 @@ class Switches:
 
 class ScopedRecord(Protocol):
     """What :meth:`RecallPredicate.matches` reads from a cached memory (read-only, so
-    frozen dataclasses and ``schemas.memory.MemoryRecord`` both qualify)."""
+    frozen dataclasses and ``memstream.schemas.memory.MemoryRecord`` both qualify)."""
 
     # fmt: off
     @property
@@ -308,7 +308,7 @@ def resolve_scope(req: ScopeRequest, switches: Switches) -> RecallPredicate:
     if not switches.global_enabled:
         raise SwitchedOff("memory is switched off for this user")
     for text in (req.app_id or "", req.session_id or ""):
-        if has_control_chars(text):  # the rule of schemas.limits.ScopeId
+        if has_control_chars(text):  # the rule of memstream.schemas.limits.ScopeId
             raise InvalidScope("app_id/session_id must not contain control characters")
     app_on = not req.app_id or req.app_id not in switches.disabled_apps
     branches: list[Branch] = []

@@ -3,7 +3,7 @@ each a structural type.
 
 These protocols are the only interface types of the two roles. They live in core
 because sinks (the store-model check, re-embedding) and dataflows use them and may not
-import models (docs/architecture.md#code-layout); the LLM's values are ``schemas.facts``.
+import models (docs/architecture.md#code-layout); the LLM's values are ``memstream.schemas.facts``.
 ``models.embedding.base.Embedder`` and ``models.llm.base.LLM`` implement them (they
 subclass them, and add only shared behaviour: batching, the query cache, re-asks); a
 test's stand-in satisfies them without subclassing anything.
@@ -17,9 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
-from schemas.enums import Ownership
-from schemas.events import Message, Strategy
-from schemas.facts import Decision, Fact, SimilarLike
+from memstream.schemas.enums import Ownership
+from memstream.schemas.events import Message, Strategy
+from memstream.schemas.facts import Decision, Fact, SimilarLike
 
 
 class QueryVectors(Protocol):

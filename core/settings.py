@@ -103,7 +103,7 @@ class Settings(BaseSettings):
     clickhouse_user: str = "default"
     clickhouse_password: SecretStr = SecretStr("")
     # "" = the single-node schema; a cluster name (of the server's remote_servers) =
-    # replicated local tables + Distributed tables sharded by user (schemas/ch_layout.py).
+    # replicated local tables + Distributed tables sharded by user (memstream/schemas/ch_layout.py).
     clickhouse_cluster: str = Field("", pattern=r"^([A-Za-z_][A-Za-z0-9_]*)?$")
     milvus_uri: str = ""  # "" = <data_dir>/milvus/memstream.db (Milvus Lite, embedded)
     milvus_token: SecretStr = SecretStr("")

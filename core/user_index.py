@@ -57,9 +57,9 @@ from core.lexical_arrays import Postings
 from core.settings import Settings
 from core.vector_rows import quantize
 from core.weights import is_persona
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import DEFAULT_TENANT
 
 # Per memory, besides the arrays (int8 row, columns, postings: ``nbytes`` counts them as
 # allocated) and the record's bytes: the id string, its list slot and dict entry and the

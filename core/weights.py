@@ -22,8 +22,8 @@ from typing import Protocol
 
 from core.settings import Settings
 from core.timeutil import SECONDS_PER_DAY, days_between, require_aware
-from schemas.enums import MemType, Ownership
-from schemas.json_types import JsonValue
+from memstream.schemas.enums import MemType, Ownership
+from memstream.schemas.json_types import JsonValue
 
 PERSONA_TAG = "persona"
 

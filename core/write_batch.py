@@ -13,10 +13,10 @@ from datetime import datetime
 
 import numpy as np
 
-from schemas.commands import Command
-from schemas.enums import OpSource, OpType
-from schemas.memory import ChangeRecord, EntityLink, MemoryRecord
-from schemas.tenants import UserKey
+from memstream.schemas.commands import Command
+from memstream.schemas.enums import OpSource, OpType
+from memstream.schemas.memory import ChangeRecord, EntityLink, MemoryRecord
+from memstream.schemas.tenants import UserKey
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """memstream's Python client (``Client``, ``AsyncClient``) and MCP server (``memstream mcp``).
 
 This package talks to a memstream API over HTTP; it imports nothing of the server
-(only ``schemas``, the shared shapes), so an agent can depend on it alone.
+(only ``memstream.schemas``, the shared shapes), so an agent can depend on it alone.
 """
 
 from memstream._transport import NO_RETRY, RetryPolicy

@@ -9,9 +9,9 @@ from datetime import datetime
 
 from memstream._transport import V1, Call, Runner
 from memstream.errors import error_for
-from schemas.enums import Level, MemType, OpType, Ownership, Role
-from schemas.json_types import JsonObject
-from schemas.responses import (
+from memstream.schemas.enums import Level, MemType, OpType, Ownership, Role
+from memstream.schemas.json_types import JsonObject
+from memstream.schemas.responses import (
     ChangeLogPage,
     Context,
     Entities,

@@ -45,8 +45,8 @@ from tenacity.retry import retry_base
 from tenacity.stop import stop_base
 
 from memstream.errors import ApiError, ProtocolError, TaskPending, TransportError, error_for
-from schemas.api import Envelope
-from schemas.json_types import JsonObject, JsonValue
+from memstream.schemas.api import Envelope
+from memstream.schemas.json_types import JsonObject, JsonValue
 
 log = logging.getLogger("memstream.client")
 T = TypeVar("T")

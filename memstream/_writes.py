@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import Literal
 
 from memstream._transport import V1, Call, Runner, body_of
-from schemas.enums import Level, MemType, Ownership
-from schemas.events import Message, Strategy
-from schemas.responses import (
+from memstream.schemas.enums import Level, MemType, Ownership
+from memstream.schemas.events import Message, Strategy
+from memstream.schemas.responses import (
     AddAccepted,
     Deleted,
     EntityUpdated,

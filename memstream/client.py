@@ -5,7 +5,7 @@ Every endpoint is written once, in ``memstream._writes`` and ``memstream._reads`
 method describes its call (path, body, answer model) and hands it to ``_run``.
 ``Client._run`` sends it with httpx and tenacity's ``Retrying``; ``AsyncClient._run`` with
 ``httpx.AsyncClient`` and ``AsyncRetrying``, so on an ``AsyncClient`` each method returns
-an awaitable of the same model. Answers are the models of ``schemas.responses``; an
+an awaitable of the same model. Answers are the models of ``memstream.schemas.responses``; an
 envelope ``code`` other than 0 raises its exception (``memstream.errors``) carrying
 ``code``, ``trace_id`` and, for writes, the ``request_id`` to resend. Retries and
 idempotency: ``memstream._transport``.

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import TypedDict, Unpack
 
-from schemas.errors import ErrorCode
-from schemas.json_types import JsonValue
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.json_types import JsonValue
 
 
 class MemstreamError(Exception):

@@ -32,9 +32,9 @@ from pydantic import Field
 
 from memstream.client import DEFAULT_URL, AsyncClient
 from memstream.errors import MemstreamError
-from schemas.enums import Level, MemType, Ownership
-from schemas.requests import ContextTurn
-from schemas.responses import (
+from memstream.schemas.enums import Level, MemType, Ownership
+from memstream.schemas.requests import ContextTurn
+from memstream.schemas.responses import (
     Context,
     Deleted,
     Entities,

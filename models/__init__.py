@@ -12,6 +12,7 @@ Importing this package loads neither torch nor transformers; the factory does, w
 settings ask for a HF model.
 """
 
+from memstream.schemas.facts import Decision, DecisionResult, Fact, Similar
 from models.degrade import decide_or_degrade
 from models.embedding.base import Embedder
 from models.errors import (
@@ -27,7 +28,6 @@ from models.errors import (
 )
 from models.factory import build_embedder, build_llm
 from models.llm.base import LLM
-from schemas.facts import Decision, DecisionResult, Fact, Similar
 
 __all__ = [
     "LLM",

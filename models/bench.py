@@ -13,9 +13,9 @@ import statistics
 import time
 
 from core.settings import Settings
+from memstream.schemas.json_types import JsonObject
 from models.embedding.base import Embedder
 from models.factory import build_embedder
-from schemas.json_types import JsonObject
 
 _SUBJECTS = ["User", "The user", "My sister", "Our team lead", "The assistant", "My doctor"]
 _VERBS = [

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from core import metrics
 from core.logs import log_fields
 from core.seams import LLMLike
+from memstream.schemas.enums import OpType
+from memstream.schemas.facts import Decision, DecisionResult, Fact, SimilarLike
 from models.errors import ModelError
-from schemas.enums import OpType
-from schemas.facts import Decision, DecisionResult, Fact, SimilarLike
 
 log = logging.getLogger(__name__)
 

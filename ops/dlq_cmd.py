@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from dataflows.ingest.items import REPLAY_HEADER
-from schemas.events import (
+from memstream.schemas.events import (
     TOPIC_COMMANDS,
     TOPIC_CONFIG,
     TOPIC_CONVERSATIONS,

@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from core.settings import SettingsError, get_settings
 from dataflows.ingest.extract import conversation_date, dated_messages
+from memstream.schemas.events import ConversationEvent
 from models.errors import ModelConfigError, ModelError
 from models.factory import build_llm
-from schemas.events import ConversationEvent
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

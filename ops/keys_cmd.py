@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from core.apikeys import ROLES
 from core.settings import get_settings
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.tenants import DEFAULT_TENANT
 from sinks import keystore
 
 

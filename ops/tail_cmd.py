@@ -19,9 +19,9 @@ import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from schemas.events import TOPIC_CHANGES
-from schemas.json_types import JsonObject
-from schemas.tenants import DEFAULT_TENANT, check_tenant
+from memstream.schemas.events import TOPIC_CHANGES
+from memstream.schemas.json_types import JsonObject
+from memstream.schemas.tenants import DEFAULT_TENANT, check_tenant
 
 
 def _user_id(text: str) -> int:

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 
 from core.settings import get_settings
+from memstream.schemas.enums import DERIVED_TYPES
 from ops.client_auth import auth_headers
 from recall_api.serving import api_base_url, client_verify
-from schemas.enums import DERIVED_TYPES
 
 KEEP = (
     "app_id",

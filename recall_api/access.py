@@ -17,7 +17,7 @@ Every endpoint checks the key against the exact memories it touches:
 ``app`` keys: their apps' APP/SESSION memories, read of GLOBAL. ``admin`` keys: the
 whole of their tenant, nothing of another. Every check above runs inside the caller's
 tenant (``Caller.tenant``): each store, cache, task and export is read and written in
-that tenant's namespace (``schemas.tenants``), so user 42 of another tenant is another
+that tenant's namespace (``memstream.schemas.tenants``), so user 42 of another tenant is another
 person, and a memory id of another tenant is not found (40401). With no key configured
 at all (local mode, loopback only) the caller is the local operator of tenant
 ``default`` and may do everything there.
@@ -29,12 +29,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from core.apikeys import KeyRecord
+from memstream.schemas.enums import Level
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.payloads import Access, DeletePayload
+from memstream.schemas.tenants import DEFAULT_TENANT, check_tenant
 from recall_api.errors import ApiError
-from schemas.enums import Level
-from schemas.errors import ErrorCode
-from schemas.memory import MemoryRecord
-from schemas.payloads import Access, DeletePayload
-from schemas.tenants import DEFAULT_TENANT, check_tenant
 
 
 @dataclass(frozen=True)

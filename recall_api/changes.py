@@ -27,10 +27,10 @@ from typing import TypedDict
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from core.logs import log_fields
+from memstream.schemas.events import TOPIC_CHANGES
+from memstream.schemas.json_types import JsonValue
+from memstream.schemas.tenants import DEFAULT_TENANT, UserKey, check_tenant
 from recall_api.state import ApiState
-from schemas.events import TOPIC_CHANGES
-from schemas.json_types import JsonValue
-from schemas.tenants import DEFAULT_TENANT, UserKey, check_tenant
 from sinks.change_events import REFRESH_OP
 from sinks.hot_cache import HotCache
 from sinks.kafka import KafkaBus

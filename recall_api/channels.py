@@ -8,7 +8,7 @@ import numpy as np
 from core.scope import RecallPredicate
 from core.settings import Settings
 from core.user_index import UserIndex
-from schemas.memory import MemoryRecord
+from memstream.schemas.memory import MemoryRecord
 
 Channels = tuple[dict[str, float], dict[str, float]]  # dense and lexical hits
 

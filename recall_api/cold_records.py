@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from core.lexical import BM25Index, indexed_text
 from core.lru import LRU
 from core.write_batch import WriteBatch
-from schemas.enums import Status
-from schemas.memory import MemoryRecord
-from schemas.tenants import DEFAULT_TENANT, UserKey
+from memstream.schemas.enums import Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.memory_store import MemoryStore
 
 COLD_STATUSES = (Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED)

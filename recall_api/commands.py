@@ -5,7 +5,7 @@ The wait is bounded by ``write_timeout_s``. The command id is derived from the c
 caller that timed out may resend the same ``request_id`` without writing twice, a reused
 id with another request answers 40901, and two apps' ids never meet.
 
-A route builds its op's payload model (``schemas.payloads``); the command carries
+A route builds its op's payload model (``memstream.schemas.payloads``); the command carries
 :func:`wire`, the JSON the writer's handler reads back into the same model, and the
 request's fingerprint hashes that same JSON.
 """
@@ -18,6 +18,18 @@ import time
 from datetime import UTC, datetime
 from typing import Protocol
 
+from memstream.schemas.commands import Command, result_key
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.events import TOPIC_COMMANDS
+from memstream.schemas.json_types import JsonObject
+from memstream.schemas.payloads import (
+    DeletePayload,
+    EntitiesBackfillPayload,
+    EntityUpdatePayload,
+    SessionClosePayload,
+    StructuredFields,
+    UpdatePayload,
+)
 from recall_api.access import Caller
 from recall_api.errors import ApiError, is_outage, unavailable
 from recall_api.idempotency import (
@@ -26,18 +38,6 @@ from recall_api.idempotency import (
     fingerprint,
     new_request_id,
     scoped_id,
-)
-from schemas.commands import Command, result_key
-from schemas.errors import ErrorCode
-from schemas.events import TOPIC_COMMANDS
-from schemas.json_types import JsonObject
-from schemas.payloads import (
-    DeletePayload,
-    EntitiesBackfillPayload,
-    EntityUpdatePayload,
-    SessionClosePayload,
-    StructuredFields,
-    UpdatePayload,
 )
 from sinks.sealed import SEALED_COMMAND_OPS, seal_payload
 from sinks.services import Services

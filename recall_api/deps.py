@@ -8,13 +8,13 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from starlette.concurrency import run_in_threadpool
 
+from memstream.schemas.errors import ErrorCode
 from recall_api.access import Caller
 from recall_api.errors import ApiError
 from recall_api.ratelimit import kind_of
 from recall_api.recall import Recaller
 from recall_api.routing import ROUTE_HEADER, check_route
 from recall_api.state import ApiState, api_state
-from schemas.errors import ErrorCode
 from sinks.services import Services
 
 

@@ -25,8 +25,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.logs import describe_error, trace_id_var
-from schemas.api import Envelope as EnvelopeModel
-from schemas.errors import ErrorCode
+from memstream.schemas.api import Envelope as EnvelopeModel
+from memstream.schemas.errors import ErrorCode
 from sinks.errors import StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def model_json(model: BaseModel, status_code: int = 200) -> Response:
 
 
 def ok(data: BaseModel, *, traced: bool = False) -> Response:
-    """A success answer ``{code: 0, msg: "ok", data}``: the route's ``schemas.responses``
+    """A success answer ``{code: 0, msg: "ok", data}``: the route's ``memstream.schemas.responses``
     model in the envelope. ``traced`` adds the request's ``trace_id`` (recall's answer);
     the other success answers leave it out, as always."""
     answer = EnvelopeModel(code=0, msg="ok", data=data)  # rendered by the data's own type

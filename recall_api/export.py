@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
-from schemas.enums import MemType
-from schemas.json_types import JsonObject
-from schemas.responses import Change, Memory
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.enums import MemType
+from memstream.schemas.json_types import JsonObject
+from memstream.schemas.responses import Change, Memory
+from memstream.schemas.tenants import DEFAULT_TENANT
 from sinks.services import Services
 
 log = logging.getLogger(__name__)

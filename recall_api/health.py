@@ -9,10 +9,10 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from memstream.schemas.api import Health
 from recall_api.errors import model_json
 from recall_api.metrics import READY
 from recall_api.state import api_state
-from schemas.api import Health
 from sinks.flow_health import LOOP_RESTARTS, LOOP_WINDOW_S
 
 router = APIRouter(tags=["health"])

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 
 from prometheus_client import Counter
 
-from schemas.events import TOPIC_RECALL_HITS, RecallHits
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.events import TOPIC_RECALL_HITS, RecallHits
+from memstream.schemas.tenants import DEFAULT_TENANT
 from sinks.kafka import KafkaBus
 
 log = logging.getLogger(__name__)

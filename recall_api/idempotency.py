@@ -27,10 +27,10 @@ from collections.abc import Mapping
 
 import redis
 
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.json_types import JsonObject, JsonValue
+from memstream.schemas.tenants import scoped
 from recall_api.errors import ApiError
-from schemas.errors import ErrorCode
-from schemas.json_types import JsonObject, JsonValue
-from schemas.tenants import scoped
 
 TTL_S = 24 * 3600  # how long a request id is remembered (a client's retries fit in it)
 

@@ -33,7 +33,7 @@ class PythonHeap(TypedDict):
 
 
 class Stats(TypedDict, total=False):
-    """``schemas.responses.ProcessStats``'s fields (``hot_cache``: API processes only)."""
+    """``memstream.schemas.responses.ProcessStats``'s fields (``hot_cache``: API processes only)."""
 
     python: PythonHeap
     lru_caches: dict[str, dict[str, int | None]]

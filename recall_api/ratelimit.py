@@ -26,8 +26,8 @@ from limits.storage import storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
 from core.settings import Settings
+from memstream.schemas.errors import ErrorCode
 from recall_api.errors import ApiError
-from schemas.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 RECALL_PATH = "/memory/v1/recall"

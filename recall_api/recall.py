@@ -65,16 +65,16 @@ from core.scope import RecallPredicate, ScopeError, ScopeRequest, resolve_scope
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.weights import weight_at_us
+from memstream.schemas.enums import Status
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import UserKey
 from recall_api.batcher import QueryBatcher
 from recall_api.breaker import CircuitBreaker, Deadline, RecallTimeout
 from recall_api.channels import channels, top_of_both
 from recall_api.cold_records import ColdRecords
 from recall_api.errors import ApiError
 from recall_api.hits import HitPublisher
-from schemas.enums import Status
-from schemas.errors import ErrorCode
-from schemas.memory import MemoryRecord
-from schemas.tenants import UserKey
 from sinks.services import Services
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ name no user in their body (``GET tasks/{id}``, the export status and download) 
 
 from __future__ import annotations
 
+from memstream.schemas.errors import ErrorCode
 from recall_api.errors import ApiError
-from schemas.errors import ErrorCode
 
 ROUTE_HEADER = "x-memstream-user"
 

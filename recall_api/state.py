@@ -33,7 +33,7 @@ from sinks.stores import Stores
 
 class LifecycleRunner(Protocol):
     """One lifecycle pass at ``now`` over ``users`` (None: all) of ``tenant`` (None:
-    every tenant), answering its summary (``schemas.responses.LifecycleSummary``). The
+    every tenant), answering its summary (``memstream.schemas.responses.LifecycleSummary``). The
     node injects its ``LifecyclePasses.run``: the API tier does not import the flows."""
 
     def __call__(

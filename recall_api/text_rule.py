@@ -5,16 +5,16 @@ included — before any route or model sees it.
 Installed on the app (``create_app``), so a route added later is covered without a line
 of its own. A lone surrogate or NUL anywhere, or a control character in a path parameter
 (all of them ids), answers 40001 with the JSON path of the first bad string; the models'
-own types (``schemas.limits``) then refuse control characters in the body's ids.
+own types (``memstream.schemas.limits``) then refuse control characters in the body's ids.
 """
 
 from __future__ import annotations
 
 from fastapi import Request
 
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.limits import first_bad_text, has_control_chars
 from recall_api.errors import ApiError
-from schemas.errors import ErrorCode
-from schemas.limits import first_bad_text, has_control_chars
 
 
 async def text_rule(request: Request) -> None:

@@ -12,9 +12,9 @@ import numpy as np
 from core.scope import tag_key_text, tag_value_text
 from core.timeutil import epoch_ms
 from core.write_batch import WriteBatch
-from schemas.enums import OpType
-from schemas.json_types import JsonObject, JsonValue
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import OpType
+from memstream.schemas.json_types import JsonObject, JsonValue
+from memstream.schemas.memory import MemoryRecord
 from sinks.keyring import KeyRing
 
 REFRESH_OP = "REFRESH"  # memory.changes op of a weight-only update (no change-log row)

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from schemas.enums import Level, OpSource, OpType
-from schemas.memory import ChangeRecord
+from memstream.schemas.enums import Level, OpSource, OpType
+from memstream.schemas.memory import ChangeRecord
 from sinks.clickhouse import ClickHouseStore
 from sinks.keyring import KeyRing
 from sinks.memory_filter import Given, strs

@@ -26,8 +26,8 @@ from clickhouse_connect.driver.summary import QuerySummary
 from core.settings import Settings
 from core.sql_guard import one_statement, tenant_sql
 from core.sql_limits import limit_settings, safe_error
-from schemas.ch_layout import CLUSTER_SETTINGS, Layout
-from schemas.storage import (
+from memstream.schemas.ch_layout import CLUSTER_SETTINGS, Layout
+from memstream.schemas.storage import (
     SCHEMA_VERSION,
     SETTINGS_TABLE,
     SQL_TABLES,
@@ -36,7 +36,7 @@ from schemas.storage import (
     settings_done,
     settings_rebuild,
 )
-from schemas.tenants import check_tenant
+from memstream.schemas.tenants import check_tenant
 from sinks.errors import SchemaMismatch, StoreUnavailable
 from sinks.sql_sessions import SqlSessions
 
@@ -218,7 +218,7 @@ class ClickHouseStore:
 
     def _migrate_settings(self) -> None:
         """v4 → v5: rebuild a ``memory_settings`` whose replacing key lacks the tenant
-        (``schemas.storage.settings_rebuild``; on a cluster the local tables'
+        (``memstream.schemas.storage.settings_rebuild``; on a cluster the local tables'
         columns tell, every host has the same)."""
         lay = self.layout
         cols = {

@@ -29,7 +29,7 @@ from confluent_kafka.admin import NewTopic
 from core.live_config import Applied, ConfigKey, ConfigRecord, ConfigRefused, LiveState
 from core.logs import log_fields
 from core.settings import Settings
-from schemas.events import TOPIC_CONFIG
+from memstream.schemas.events import TOPIC_CONFIG
 from sinks.errors import StoreUnavailable
 from sinks.kafka import KafkaBus
 from sinks.topic_config import topic_config

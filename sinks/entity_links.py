@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from schemas.enums import DERIVED_TYPES
-from schemas.storage import ENTITIES_TABLE
+from memstream.schemas.enums import DERIVED_TYPES
+from memstream.schemas.storage import ENTITIES_TABLE
 from sinks.memory_filter import MemoryFilter
 from sinks.memory_store import MemoryStore
 from sinks.store_model import StoreMeta

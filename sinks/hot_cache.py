@@ -28,9 +28,9 @@ from core.lexical import indexed_text, term_counts
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch
-from schemas.enums import DERIVED_TYPES, MemType, Status
-from schemas.memory import MemoryRecord
-from schemas.tenants import UserKey
+from memstream.schemas.enums import DERIVED_TYPES, MemType, Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import UserKey
 from sinks.memory_store import MemoryStore
 from sinks.user_snapshot import Snapshot, UserSnapshots
 

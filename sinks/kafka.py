@@ -27,7 +27,7 @@ from confluent_kafka.admin import (
 )
 
 from core.settings import Settings
-from schemas.events import ALL_TOPICS, topic
+from memstream.schemas.events import ALL_TOPICS, topic
 from sinks.errors import StoreUnavailable, TopicsNotReady
 from sinks.kafka_config import ConfValue, KafkaConf, kafka_security_config
 from sinks.topic_config import PLAINTEXT_TOPICS, topic_config

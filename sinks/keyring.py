@@ -9,7 +9,7 @@ sealed with the user's data key. ``destroy(user)`` erases the wrapped key rows (
 synchronous ``ALTER TABLE … DELETE``) and the cached copies, so those copies stop
 opening in every store, topic, snapshot and backup before the physical purge runs.
 
-The tenant (``schemas.tenants``) is part of the table key and of every blob's associated
+The tenant (``memstream.schemas.tenants``) is part of the table key and of every blob's associated
 data: user 42 of two tenants has two keys, and a blob of one never opens as the other's.
 
 Cache: an LRU of at most ``cache_size`` users, each entry trusted for ``ttl_s``

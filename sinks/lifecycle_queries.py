@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from schemas.tenants import UserKey
+from memstream.schemas.tenants import UserKey
 from sinks.memory_filter import SCOPE_KEY, MemoryFilter
 from sinks.stored_rows import select_list
 from sinks.stores import Stores

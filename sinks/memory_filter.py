@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from schemas.tenants import UserKey
+from memstream.schemas.tenants import UserKey
 
 # A memory's capacity scope as SQL: "" (GLOBAL) or its app id.
 SCOPE_KEY = "if(level = 'GLOBAL' OR ifNull(app_id, '') = '', '', app_id)"

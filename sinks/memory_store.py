@@ -38,13 +38,18 @@ from core.hashing import content_hash
 from core.logs import describe_error
 from core.retry import retrying
 from core.write_batch import WriteBatch
-from schemas.enums import DERIVED_TYPES, Level, MemType, Ownership, Status
-from schemas.events import TOPIC_CHANGES, TOPIC_COMMANDS
-from schemas.json_types import JsonObject
-from schemas.limits import clip_tags
-from schemas.memory import ChangeRecord, EntityLink, MemoryRecord, tags_json
-from schemas.storage import CHANGELOG_COLUMNS, ENTITIES_TABLE, ENTITY_COLUMNS, MEMORY_COLUMNS
-from schemas.tenants import DEFAULT_TENANT, UserKey
+from memstream.schemas.enums import DERIVED_TYPES, Level, MemType, Ownership, Status
+from memstream.schemas.events import TOPIC_CHANGES, TOPIC_COMMANDS
+from memstream.schemas.json_types import JsonObject
+from memstream.schemas.limits import clip_tags
+from memstream.schemas.memory import ChangeRecord, EntityLink, MemoryRecord, tags_json
+from memstream.schemas.storage import (
+    CHANGELOG_COLUMNS,
+    ENTITIES_TABLE,
+    ENTITY_COLUMNS,
+    MEMORY_COLUMNS,
+)
+from memstream.schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.change_events import blind_tags, change_events, milvus_row
 from sinks.crypto import is_ciphertext
 from sinks.errors import StoreUnavailable

@@ -21,7 +21,7 @@ from typing import Any
 
 from pymilvus import DataType, MilvusClient
 
-from schemas.storage import MILVUS_SCALAR_INDEXES, milvus_fields
+from memstream.schemas.storage import MILVUS_SCALAR_INDEXES, milvus_fields
 from sinks.errors import StoreUnavailable
 
 # Milvus Lite's in-process gRPC server logs the optional calls it lacks as errors.

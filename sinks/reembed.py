@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from core.seams import EmbedderLike
-from schemas.enums import Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Status
+from memstream.schemas.memory import MemoryRecord
 from sinks.change_events import milvus_row
 from sinks.memory_store import MemoryStore
 from sinks.store_model import Checkpoint, ModelIdentity, StoreModel

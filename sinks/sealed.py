@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from schemas.json_types import JsonObject
+from memstream.schemas.json_types import JsonObject
 from sinks.keyring import DEFAULT_TENANT, KeyRing
 
 SEALED_VERSION = 2

@@ -8,7 +8,7 @@ therefore take the time columns as epoch milliseconds (``select_list``) and conv
 them here, one row at a time:
 
 * an instant beyond what Python holds (years 1..9999 UTC) is read as the nearest end of
-  the stores' range (``schemas.limits.STORE_TIME_MIN/MAX``): year 10000 ⇒ 2299-12-31
+  the stores' range (``memstream.schemas.limits.STORE_TIME_MIN/MAX``): year 10000 ⇒ 2299-12-31
   (a far-future expiry stays far future), year 0 ⇒ 1900-01-01; the row stays whole, so
   the writer can still delete, purge or expire it, and a rewrite stores the readable
   value. Counted (``memstream_store_rows_undecodable_total{action="clamped"}``) and
@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from core.logs import describe_error
 from core.metrics import STORE_ROWS_CLAMPED, STORE_ROWS_SKIPPED
-from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
+from memstream.schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

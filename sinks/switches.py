@@ -16,7 +16,7 @@ import redis
 from redis.typing import EncodableT, FieldT
 
 from core.scope import Switches
-from schemas.tenants import UserKey, scoped
+from memstream.schemas.tenants import UserKey, scoped
 from sinks.clickhouse import ClickHouseStore
 from sinks.redis_store import RedisStore
 

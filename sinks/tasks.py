@@ -6,7 +6,7 @@ durable in Kafka, the ingest's from now on.
 
 Redis is a cache: a task whose status was lost (Redis flushed) reads as unknown, the
 memories themselves are safe in ClickHouse. Entries expire after a week. A task belongs
-to a tenant: its key is scoped by it (``schemas.tenants.scoped``), and its hash says it.
+to a tenant: its key is scoped by it (``memstream.schemas.tenants.scoped``), and its hash says it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import NotRequired, TypedDict, cast
 import redis
 from redis.typing import EncodableT, FieldT
 
-from schemas.tenants import DEFAULT_TENANT, scoped
+from memstream.schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.redis_store import RedisStore
 
 TTL_S = 7 * 24 * 3600
@@ -36,7 +36,7 @@ COUNT_FIELDS = ("added", "updated", "superseded", "skipped", "evicted")
 
 
 class TaskStatusRow(TypedDict):
-    """A task's status as read back (``schemas.responses.TaskStatus`` validates it): the
+    """A task's status as read back (``memstream.schemas.responses.TaskStatus`` validates it): the
     counts once it finished, the code and reason when it failed."""
 
     task_id: str

@@ -20,7 +20,7 @@ good, so a process starting later reads every live value (core.live_config).
 
 from __future__ import annotations
 
-from schemas.events import TOPIC_CONFIG, TOPIC_CONVERSATIONS, TOPIC_DLQ
+from memstream.schemas.events import TOPIC_CONFIG, TOPIC_CONVERSATIONS, TOPIC_DLQ
 
 PLAINTEXT_TOPICS = (TOPIC_CONVERSATIONS, TOPIC_DLQ)
 BROKER_CHECK_INTERVAL_MS = 5 * 60 * 1000  # Kafka's default log.retention.check.interval.ms

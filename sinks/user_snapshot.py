@@ -13,7 +13,7 @@ is one Redis hash per (tenant, user)::
                   d:<token>       version ‖ sealed([content_hash, memory_id])  ARCHIVED
     snapgen:<user>  the user's write generation
 
-(names inside the tenant's namespace, ``schemas.tenants.scoped``). Every value is sealed
+(names inside the tenant's namespace, ``memstream.schemas.tenants.scoped``). Every value is sealed
 with the user's data key (``sinks.keyring``): a purge destroys that key, so whatever is
 left of a snapshot stops opening at once, and the purge deletes the hash too. ``d:``
 fields are named by the user's blind token of the hash, not the hash itself. The records
@@ -67,9 +67,9 @@ from core.lexical import indexed_text, term_counts
 from core.user_index import UserIndex
 from core.vector_rows import quantize, row_bytes, row_from_bytes
 from core.write_batch import WriteBatch
-from schemas.enums import DERIVED_TYPES, Status
-from schemas.memory import MemoryRecord
-from schemas.tenants import UserKey, scoped
+from memstream.schemas.enums import DERIVED_TYPES, Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import UserKey, scoped
 from sinks.crypto import DataKey, DecryptionError
 from sinks.keyring import KeyRing
 from sinks.redis_store import RedisStore

@@ -21,12 +21,12 @@ from dataflows.ingest.entities import declared_types, linked
 from dataflows.ingest.items import Applied, CommandResult, IncomingCommand, Rejected
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of, duplicate_scope
-from schemas.commands import Command
-from schemas.enums import Level, OpSource
-from schemas.errors import ErrorCode
-from schemas.memory import MemoryRecord
-from schemas.payloads import StructuredFields
-from schemas.tenants import id_parts
+from memstream.schemas.commands import Command
+from memstream.schemas.enums import Level, OpSource
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.payloads import StructuredFields
+from memstream.schemas.tenants import id_parts
 from sinks.tasks import TaskResult
 
 P = TypeVar("P", bound=BaseModel)

@@ -45,9 +45,9 @@ from core.sameness import specifics
 from core.user_index import UserIndex
 from dataflows.ingest.recorder import Recorder
 from dataflows.runtime import Runtime
+from memstream.schemas.enums import OpType
+from memstream.schemas.memory import MemoryRecord
 from models.errors import ModelError
-from schemas.enums import OpType
-from schemas.memory import MemoryRecord
 
 log = logging.getLogger(__name__)
 

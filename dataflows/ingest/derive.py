@@ -40,12 +40,12 @@ from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer
 from dataflows.runtime import Runtime
+from memstream.schemas.commands import Command
+from memstream.schemas.enums import DERIVED_TYPES, MemType, OpSource, OpType, Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.payloads import ProfileSummaryPayload
+from memstream.schemas.tenants import UserKey
 from models.profile_summary import PLAN, summary_or_plan
-from schemas.commands import Command
-from schemas.enums import DERIVED_TYPES, MemType, OpSource, OpType, Status
-from schemas.memory import MemoryRecord
-from schemas.payloads import ProfileSummaryPayload
-from schemas.tenants import UserKey
 
 PROFILE_SUMMARY_OP = "profile_summary"
 QUIET = frozenset({OpType.NONE})

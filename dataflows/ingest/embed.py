@@ -27,7 +27,7 @@ from core.seams import EmbedderLike
 from core.user_index import UserIndex
 from dataflows.ingest.items import Extracted, FactItem
 from dataflows.ingest.writer import exact_duplicate
-from schemas.tenants import UserKey
+from memstream.schemas.tenants import UserKey
 from sinks.hot_cache import HotCache
 
 

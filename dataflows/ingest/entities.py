@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from core.entity_resolution import EntityRegistry, scope_of
 from core.settings import Settings
 from core.user_index import UserIndex
+from memstream.schemas.events import Strategy
+from memstream.schemas.facts import FactEntity
+from memstream.schemas.memory import MemoryRecord
 from models.rules.entities import extract_entities
 from models.rules.entity_mention import (
     BUILTIN_TYPES,
@@ -24,9 +27,6 @@ from models.rules.entity_mention import (
     entity_key,
     normalize_type,
 )
-from schemas.events import Strategy
-from schemas.facts import FactEntity
-from schemas.memory import MemoryRecord
 
 
 def registry(idx: UserIndex) -> EntityRegistry:

@@ -35,18 +35,18 @@ from dataflows.ingest.entities import declared_types, linked, registry
 from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer
-from schemas.commands import Command
-from schemas.enums import Level, OpSource, Status
-from schemas.errors import ErrorCode
-from schemas.memory import EntityLink, MemoryRecord
-from schemas.payloads import (
+from memstream.schemas.commands import Command
+from memstream.schemas.enums import Level, OpSource, Status
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.memory import EntityLink, MemoryRecord
+from memstream.schemas.payloads import (
     ENTITIES_BACKFILL_OP,
     ENTITY_UPDATE_OP,
     Access,
     EntitiesBackfillPayload,
     EntityUpdatePayload,
 )
-from schemas.tenants import id_parts
+from memstream.schemas.tenants import id_parts
 from sinks.entity_links import linking_ids
 
 LIVE = (Status.ACTIVE, Status.ARCHIVED)

@@ -16,9 +16,9 @@ from core import metrics
 from core.hashing import memory_id_for
 from core.seams import LLMLike
 from dataflows.ingest.items import Extracted, FactItem, Incoming, Rejected, TurnBatch
+from memstream.schemas.events import ConversationEvent, Message
 from models.errors import ModelError
 from models.lang import utc_date
-from schemas.events import ConversationEvent, Message
 
 log = logging.getLogger(__name__)
 

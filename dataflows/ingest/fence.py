@@ -28,8 +28,8 @@ from pydantic import ValidationError
 
 from core.delete_scope import DeleteScope
 from dataflows.ingest.items import Extracted, Incoming, IncomingCommand
-from schemas.errors import ErrorCode
-from schemas.payloads import DeletePayload
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.payloads import DeletePayload
 from sinks.tasks import TaskResult
 
 REASON = "the user was purged after this turn was sent: it was not stored"

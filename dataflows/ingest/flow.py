@@ -55,10 +55,10 @@ from dataflows.ingest.writer import Writer
 from dataflows.lifecycle import commands as _lifecycle  # noqa: F401  (lifecycle, recall_hits)
 from dataflows.runtime import Runtime
 from dataflows.sources import StoppableKafkaSource
-from schemas.errors import ErrorCode
-from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
-from schemas.limits import UINT64_MAX
-from schemas.tenants import UserKey, scoped
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
+from memstream.schemas.limits import UINT64_MAX
+from memstream.schemas.tenants import UserKey, scoped
 from sinks.tasks import TaskResult
 
 EMBED_WAIT = timedelta(milliseconds=20)  # a batch waits this long for more to embed with

@@ -9,10 +9,10 @@ from typing import NotRequired, TypedDict
 import numpy as np
 
 from core.write_batch import WriteBatch
-from schemas.commands import Command
-from schemas.events import ConversationEvent, Message
-from schemas.facts import Fact
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.commands import Command
+from memstream.schemas.events import ConversationEvent, Message
+from memstream.schemas.facts import Fact
+from memstream.schemas.tenants import DEFAULT_TENANT
 from sinks.tasks import TaskResult
 
 

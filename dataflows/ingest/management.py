@@ -22,13 +22,13 @@ from dataflows.ingest.entities import declared_types, linked
 from dataflows.ingest.items import Applied, CommandResult
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
-from schemas.commands import Command
-from schemas.enums import Level, MemType, OpSource, Status
-from schemas.errors import ErrorCode
-from schemas.json_types import JsonObject
-from schemas.memory import MemoryRecord
-from schemas.payloads import Access, DeletePayload, SessionClosePayload, UpdatePayload
-from schemas.tenants import UserKey, id_parts
+from memstream.schemas.commands import Command
+from memstream.schemas.enums import Level, MemType, OpSource, Status
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.json_types import JsonObject
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.payloads import Access, DeletePayload, SessionClosePayload, UpdatePayload
+from memstream.schemas.tenants import UserKey, id_parts
 from sinks.tasks import TaskResult
 
 LIVE = (Status.ACTIVE, Status.ARCHIVED)

@@ -19,10 +19,10 @@ from pydantic import ValidationError
 from core.hashing import task_id_for_source
 from core.settings import Settings
 from dataflows.ingest.items import Incoming, IncomingCommand, Rejected, Source
-from schemas.commands import Command
-from schemas.events import ConversationEvent
-from schemas.limits import UINT64_MAX, first_bad_text, has_control_chars
-from schemas.tenants import DEFAULT_TENANT, check_tenant
+from memstream.schemas.commands import Command
+from memstream.schemas.events import ConversationEvent
+from memstream.schemas.limits import UINT64_MAX, first_bad_text, has_control_chars
+from memstream.schemas.tenants import DEFAULT_TENANT, check_tenant
 from sinks.crypto import DecryptionError, KeyDestroyed
 from sinks.keyring import KeyRing
 from sinks.sealed import is_sealed, open_event, open_payload, sealed_size

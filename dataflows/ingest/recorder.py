@@ -28,9 +28,9 @@ from core.capacity import Counters, delta_for
 from core.hashing import change_id_for
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch, change
-from schemas.enums import OpSource, OpType, Status
-from schemas.memory import MemoryRecord
-from schemas.tenants import UserKey
+from memstream.schemas.enums import OpSource, OpType, Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import UserKey
 from sinks.tasks import TaskResult
 
 

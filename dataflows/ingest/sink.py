@@ -37,11 +37,11 @@ from dataflows.ingest.items import (
     replay_of,
 )
 from dataflows.runtime import Runtime
-from schemas.commands import result_key
-from schemas.errors import ErrorCode
-from schemas.events import TOPIC_DLQ
-from schemas.memory import MemoryRecord
-from schemas.tenants import UserKey
+from memstream.schemas.commands import result_key
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.events import TOPIC_DLQ
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import UserKey
 from sinks.tasks import TaskResult
 
 log = logging.getLogger(__name__)

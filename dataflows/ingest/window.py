@@ -23,9 +23,9 @@ from bytewax.operators import StatefulLogic
 
 from core import metrics
 from dataflows.ingest.items import Incoming, TurnBatch
-from schemas.errors import ErrorCode
-from schemas.events import Message
-from schemas.tenants import DEFAULT_TENANT, scoped
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.events import Message
+from memstream.schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.crypto import KeyDestroyed
 from sinks.keyring import KeyRing
 from sinks.tasks import TaskResult

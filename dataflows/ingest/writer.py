@@ -47,13 +47,13 @@ from dataflows.ingest.entities import declared_types, linked
 from dataflows.ingest.items import Applied, Extracted, FactItem
 from dataflows.ingest.recorder import Recorder
 from dataflows.runtime import Runtime
+from memstream.schemas.enums import Level, OpType, Status
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.events import ConversationEvent
+from memstream.schemas.facts import Decision, Similar
+from memstream.schemas.memory import MemoryRecord
 from models.degrade import decide_or_degrade
 from models.rules.entities import conversation_speakers
-from schemas.enums import Level, OpType, Status
-from schemas.errors import ErrorCode
-from schemas.events import ConversationEvent
-from schemas.facts import Decision, Similar
-from schemas.memory import MemoryRecord
 from sinks.tasks import TaskResult
 
 log = logging.getLogger(__name__)

@@ -41,11 +41,11 @@ from dataflows.lifecycle.rules import (
     purge_reason,
     recovered,
 )
-from schemas.commands import Command
-from schemas.enums import OpType, Status
-from schemas.memory import MemoryRecord
-from schemas.payloads import LifecyclePayload, RecallHitsPayload
-from schemas.tenants import UserKey
+from memstream.schemas.commands import Command
+from memstream.schemas.enums import OpType, Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.payloads import LifecyclePayload, RecallHitsPayload
+from memstream.schemas.tenants import UserKey
 
 LIFECYCLE_OP = "lifecycle"
 RECALL_HITS_OP = "recall_hits"

@@ -28,8 +28,8 @@ from dataflows.ingest.items import Rejected
 from dataflows.lifecycle.hits import CommandSink, DlqSink, parse_hits, window_command
 from dataflows.runtime import Runtime
 from dataflows.sources import StoppableKafkaSource
-from schemas.events import TOPIC_RECALL_HITS, RecallHits
-from schemas.tenants import scoped
+from memstream.schemas.events import TOPIC_RECALL_HITS, RecallHits
+from memstream.schemas.tenants import scoped
 
 
 def kafka_source(rt: Runtime) -> StoppableKafkaSource:

@@ -33,10 +33,10 @@ from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
 from dataflows.runtime import Runtime
-from schemas.commands import Command
-from schemas.enums import Status
-from schemas.payloads import ConsolidatePayload
-from schemas.tenants import UserKey
+from memstream.schemas.commands import Command
+from memstream.schemas.enums import Status
+from memstream.schemas.payloads import ConsolidatePayload
+from memstream.schemas.tenants import UserKey
 from sinks.memory_filter import MemoryFilter
 
 CONSOLIDATE_OP = "consolidate"

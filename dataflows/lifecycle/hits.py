@@ -19,10 +19,10 @@ from dataflows.ingest.items import Rejected, Source
 from dataflows.ingest.sink import send_to_dlq
 from dataflows.lifecycle.commands import recall_hits_command
 from dataflows.runtime import Runtime
-from schemas.commands import Command
-from schemas.events import TOPIC_COMMANDS, RecallHits
-from schemas.limits import first_bad_text
-from schemas.tenants import UserKey
+from memstream.schemas.commands import Command
+from memstream.schemas.events import TOPIC_COMMANDS, RecallHits
+from memstream.schemas.limits import first_bad_text
+from memstream.schemas.tenants import UserKey
 
 
 def parse_hits(msg: KafkaSourceMessage) -> RecallHits | Rejected:

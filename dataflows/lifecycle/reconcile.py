@@ -33,9 +33,9 @@ from typing import Any, cast
 import redis
 
 from dataflows.runtime import Runtime
-from schemas.enums import Status
-from schemas.memory import MemoryRecord
-from schemas.tenants import DEFAULT_TENANT, UserKey
+from memstream.schemas.enums import Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.change_events import milvus_row
 from sinks.memory_filter import MemoryFilter
 from sinks.memory_store import RECONCILE_KEY

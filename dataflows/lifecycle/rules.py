@@ -25,8 +25,8 @@ from typing import Protocol
 from core.settings import Settings
 from core.timeutil import days_between, require_aware
 from core.weights import Weighted, initial_weight, memory_weight_now, recover
-from schemas.enums import Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Status
+from memstream.schemas.memory import MemoryRecord
 
 
 class Action(StrEnum):

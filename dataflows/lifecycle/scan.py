@@ -31,9 +31,9 @@ from dataflows.lifecycle.reconcile import RECONCILE_GRACE_S, reconcile
 from dataflows.lifecycle.rules import Action, Planned, plan_memory
 from dataflows.lifecycle.submit import Via
 from dataflows.runtime import Runtime
-from schemas.enums import Ownership, Status
-from schemas.json_types import JsonObject
-from schemas.tenants import DEFAULT_TENANT, UserKey
+from memstream.schemas.enums import Ownership, Status
+from memstream.schemas.json_types import JsonObject
+from memstream.schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.lifecycle_queries import DueBounds
 from sinks.memory_filter import MemoryFilter
 from sinks.stored_rows import decode_rows, instant

@@ -25,8 +25,8 @@ from dataflows.ingest.sink import merge_applied
 from dataflows.ingest.writer import Writer
 from dataflows.lifecycle import commands as _handlers  # noqa: F401  (registers the handlers)
 from dataflows.runtime import Runtime
-from schemas.commands import Command, result_key
-from schemas.events import TOPIC_COMMANDS
+from memstream.schemas.commands import Command, result_key
+from memstream.schemas.events import TOPIC_COMMANDS
 from sinks.stores import Stores
 
 Result = CommandResult | None

@@ -26,15 +26,15 @@ from pydantic import ValidationError
 from core.compression import merged_text
 from core.consolidation import bounded_join
 from core.seams import LLMLike
+from memstream.schemas.enums import OpType, Ownership
+from memstream.schemas.events import Message, Strategy
+from memstream.schemas.facts import ChatMessage, Decision, Fact, SimilarLike, as_similar
+from memstream.schemas.json_types import JsonObject
 from models.errors import InventedId, MalformedOutput
 from models.prompts import consolidate as consolidate_prompt
 from models.prompts import decide as decide_prompt
 from models.prompts import extract_facts as extract_prompt
 from models.prompts import profile_summary as profile_prompt
-from schemas.enums import OpType, Ownership
-from schemas.events import Message, Strategy
-from schemas.facts import ChatMessage, Decision, Fact, SimilarLike, as_similar
-from schemas.json_types import JsonObject
 
 T = TypeVar("T")
 

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import cast
 
+from memstream.schemas.facts import ChatMessage
 from models.errors import LLMTimeout, LLMUnavailable, ModelConfigError
 from models.llm.base import PromptedLLM
-from schemas.facts import ChatMessage
 
 
 class TransformersLLM(PromptedLLM):

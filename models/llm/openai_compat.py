@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import httpx
 
+from memstream.schemas.facts import ChatMessage
 from models.errors import LLMTimeout, LLMUnavailable, MalformedOutput
 from models.http import Failures, OpenAICompatible
 from models.llm.base import PromptedLLM
-from schemas.facts import ChatMessage
 
 
 class OpenAILLM(OpenAICompatible, PromptedLLM):

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from datetime import date
 
 from core.sameness import same_specifics
+from memstream.schemas.enums import OpType, Ownership
+from memstream.schemas.events import Message, Strategy
+from memstream.schemas.facts import Decision, Fact, SimilarLike, as_similar
 from models.lang import normalize
 from models.llm.base import LLM
 from models.rules.change import superseded_by
 from models.rules.extract import extract_rules
-from schemas.enums import OpType, Ownership
-from schemas.events import Message, Strategy
-from schemas.facts import Decision, Fact, SimilarLike, as_similar
 
 
 class RulesLLM(LLM):

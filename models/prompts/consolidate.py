@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memstream.schemas.facts import ChatMessage
+from memstream.schemas.json_types import JsonObject
 from models.errors import MalformedOutput
 from models.lang import dominant_language
-from schemas.facts import ChatMessage
-from schemas.json_types import JsonObject
 
 VERSION = "consolidate/v2"
 

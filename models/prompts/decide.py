@@ -15,10 +15,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from memstream.schemas.enums import OpType
+from memstream.schemas.facts import ChatMessage, Decision, Similar
+from memstream.schemas.json_types import JsonObject
 from models.errors import InventedId, MalformedOutput
-from schemas.enums import OpType
-from schemas.facts import ChatMessage, Decision, Similar
-from schemas.json_types import JsonObject
 
 VERSION = "decide/v1"
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from schemas.enums import Ownership
-from schemas.json_types import JsonObject, JsonValue
+from memstream.schemas.enums import Ownership
+from memstream.schemas.json_types import JsonObject, JsonValue
 
 
 def _example(turns: list[tuple[str, ...]], facts: list[JsonObject]) -> str:

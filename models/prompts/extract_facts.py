@@ -20,14 +20,14 @@ from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memstream.schemas.enums import MemType, Ownership, Role
+from memstream.schemas.events import Message, Strategy
+from memstream.schemas.facts import ChatMessage, Fact, FactEntity
+from memstream.schemas.json_types import JsonObject
 from models.errors import MalformedOutput
 from models.lang import dominant_language, utc_date
 from models.prompts.extract_examples import examples
 from models.rules.entity_mention import BUILTIN_TYPES
-from schemas.enums import MemType, Ownership, Role
-from schemas.events import Message, Strategy
-from schemas.facts import ChatMessage, Fact, FactEntity
-from schemas.json_types import JsonObject
 
 VERSION = "extract_facts/v3"  # v3: typed entities per fact
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.profile_summary import summary_refusal
+from memstream.schemas.facts import ChatMessage
+from memstream.schemas.json_types import JsonObject
 from models.errors import MalformedOutput
 from models.lang import dominant_language
-from schemas.facts import ChatMessage
-from schemas.json_types import JsonObject
 
 VERSION = "profile_summary/v1"
 

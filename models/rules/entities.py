@@ -22,6 +22,8 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from memstream.schemas.enums import Role
+from memstream.schemas.events import Message
 from models.lang import has_cjk
 from models.rules import entity_words as w
 from models.rules.entities_en import find_en, take_names
@@ -36,8 +38,6 @@ from models.rules.entity_mention import (
 )
 from models.rules.filters import EN_STOP
 from models.rules.speakers import speaker_name
-from schemas.enums import Role
-from schemas.events import Message
 
 # Speaker names that are a role, not someone ("Assistant"): never an entity.
 _ROLE_NAMES = frozenset("user assistant system ai bot 用户 助手 系统".split())

@@ -3,7 +3,7 @@
 
 The value lives in ``models/`` beside the rules that make it: only the extraction paths
 (rules here, the LLM prompt later) build mentions. What gets stored per memory will be a
-wire model in ``schemas/`` once entities are kept; this dataclass is the extractor's own
+wire model in ``memstream/schemas/`` once entities are kept; this dataclass is the extractor's own
 answer, frozen so a cached answer cannot be changed by a caller.
 """
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
+from memstream.schemas.enums import MemType
+from memstream.schemas.facts import Fact
 from models.lang import dominant_language, has_cjk
 from models.rules.dates import DateHint
 from models.rules.dates_en import resolve_en
 from models.rules.dates_zh import resolve_zh
 from models.rules.rewrite import rewrite_en, rewrite_zh
 from models.rules.speakers import Voice
-from schemas.enums import MemType
-from schemas.facts import Fact
 
 MAX_EPISODE = 500  # characters of the whole memory text
 

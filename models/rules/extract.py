@@ -13,6 +13,9 @@ import re
 from collections.abc import Collection, Sequence
 from datetime import date
 
+from memstream.schemas.enums import MemType, Ownership
+from memstream.schemas.events import Message
+from memstream.schemas.facts import Fact
 from models.lang import has_cjk, normalize
 from models.prompts.extract_facts import readable_roles
 from models.rules.clauses import MAX_CLAUSE, split_clauses
@@ -23,9 +26,6 @@ from models.rules.episode import episode_of
 from models.rules.filters import is_fact_clause
 from models.rules.rewrite import rewrite_en, rewrite_zh
 from models.rules.speakers import Voice, conversation_names, message_day, voices
-from schemas.enums import MemType, Ownership
-from schemas.events import Message
-from schemas.facts import Fact
 
 _PROCEDURAL_EN = re.compile(
     r"\b(?:always|usually|every (?:day|morning|evening|night|week|weekday)|whenever|"

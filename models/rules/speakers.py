@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from memstream.schemas.enums import Role
+from memstream.schemas.events import Message
 from models.lang import utc_date
-from schemas.enums import Role
-from schemas.events import Message
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from core.settings import Settings
 from dataflows.ingest.flow import build_flow
 from dataflows.ingest.shards import WorkerCounts
 from dataflows.runner import FlowThread
+from memstream.schemas.events import TOPIC_CONVERSATIONS
+from memstream.schemas.tenants import DEFAULT_TENANT
 from ops.bench.env import BenchStack, bench_stack, percentiles, rate_series
 from ops.bench.sampler import ProcSampler
-from schemas.events import TOPIC_CONVERSATIONS
-from schemas.tenants import DEFAULT_TENANT
 from sinks.tasks import TaskStatusRow
 
 CITIES = ["Lisbon", "Porto", "Madrid", "Berlin", "Osaka", "Lima", "Quito", "Oslo", "Cairo", "Perth"]

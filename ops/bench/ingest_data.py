@@ -24,11 +24,11 @@ from typing import Any
 from core import metrics
 from core.seams import EmbedderLike
 from core.settings import Settings
+from memstream.schemas.tenants import DEFAULT_TENANT
 from ops.bench.env import bench_stack
 from ops.bench.ingest import send_events, start_ingest, wait_done
 from ops.bench.quality.ask import APP
 from ops.bench.sampler import ProcSampler
-from schemas.tenants import DEFAULT_TENANT
 
 EMBED_BATCH = 64
 

@@ -57,15 +57,15 @@ from core.derived import next_profile, scopes
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
 from core.write_batch import WriteBatch
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import DEFAULT_TENANT, UserKey
 from ops.bench.driver import drive
 from ops.bench.env import BenchStack, bench_stack, percentiles
 from ops.bench.sampler import ProcSampler
 from ops.procs import free_port
 from recall_api.app import create_app
 from recall_api.state import api_state
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
-from schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks import keystore
 
 APP = "chat"

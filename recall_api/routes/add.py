@@ -12,6 +12,12 @@ from fastapi import APIRouter, Response
 from pydantic import ValidationError
 
 from core import tracing
+from memstream.schemas.api import Envelope
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.events import TOPIC_CONVERSATIONS, ConversationEvent
+from memstream.schemas.payloads import StructuredFields
+from memstream.schemas.requests import AddRequest, StructuredRequest
+from memstream.schemas.responses import AddAccepted, StructuredAdded, TaskStatus
 from recall_api.commands import send
 from recall_api.deps import ApiDep, CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import OUTAGES, ApiError, ok, unavailable
@@ -22,12 +28,6 @@ from recall_api.idempotency import (
     new_request_id,
     scoped_id,
 )
-from schemas.api import Envelope
-from schemas.errors import ErrorCode
-from schemas.events import TOPIC_CONVERSATIONS, ConversationEvent
-from schemas.payloads import StructuredFields
-from schemas.requests import AddRequest, StructuredRequest
-from schemas.responses import AddAccepted, StructuredAdded, TaskStatus
 from sinks.errors import StoreUnavailable
 from sinks.sealed import seal_event_bytes
 from sinks.services import Services

@@ -39,15 +39,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response
 
 from core.sql_guard import SqlRefused
+from memstream.schemas.api import Envelope
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.requests import LifecycleRunRequest, SqlRequest
+from memstream.schemas.responses import LifecycleSummary, ProcessStats, SqlResult
 from recall_api.access import Caller
 from recall_api.deps import ApiDep, caller_of
 from recall_api.errors import ApiError, ok
 from recall_api.process_stats import process_stats
 from recall_api.sql_gate import TenantBusy
-from schemas.api import Envelope
-from schemas.errors import ErrorCode
-from schemas.requests import LifecycleRunRequest, SqlRequest
-from schemas.responses import LifecycleSummary, ProcessStats, SqlResult
 from sinks.clickhouse import SqlFailed
 from sinks.sql_sessions import SqlBusy
 

@@ -30,10 +30,10 @@ from importlib import resources
 from fastapi import APIRouter, Response
 from fastapi.responses import HTMLResponse
 
+from memstream.schemas.api import Envelope
+from memstream.schemas.responses import WhoAmI
 from recall_api.deps import CallerDep
 from recall_api.errors import ok
-from schemas.api import Envelope
-from schemas.responses import WhoAmI
 
 router = APIRouter(tags=["console"])
 PAGE = "static/console.html"

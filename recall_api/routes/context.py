@@ -39,6 +39,11 @@ from core.context import EntityNote, assemble, turn_query
 from core.entity_resolution import EntityRegistry
 from core.entity_view import aggregate
 from core.profile import ProfileItem, plan_profile
+from memstream.schemas.api import Envelope
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.requests import ContextRequest, RecallRequest, RecallScope
+from memstream.schemas.responses import Context, ContextItem
 from models.rules.entities import extract_entities
 from recall_api.access import Caller
 from recall_api.deps import CallerDep, RecallerDep, ServicesDep
@@ -46,11 +51,6 @@ from recall_api.errors import ApiError, ok
 from recall_api.recall import Recaller
 from recall_api.routes.profile import scope_records, stored_profile
 from recall_api.routes.recall import recall_params
-from schemas.api import Envelope
-from schemas.errors import ErrorCode
-from schemas.memory import MemoryRecord
-from schemas.requests import ContextRequest, RecallRequest, RecallScope
-from schemas.responses import Context, ContextItem
 from sinks.services import Services
 
 router = APIRouter(prefix="/memory/v1", tags=["context"])

@@ -17,16 +17,16 @@ from fastapi import APIRouter, Response
 
 from core.entity_view import EntityView, aggregate, in_scope, matching, of_type, timeline
 from core.profile import plan_profile
+from memstream.schemas.api import Envelope
+from memstream.schemas.enums import Status
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.requests import EntitiesRequest, EntityRequest, ViewScope
+from memstream.schemas.responses import Entities, Entity, EntityDetail, Memory, SummaryItem
 from models.rules.entity_mention import normalize_type
 from recall_api.access import Caller
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
-from schemas.api import Envelope
-from schemas.enums import Status
-from schemas.errors import ErrorCode
-from schemas.memory import MemoryRecord
-from schemas.requests import EntitiesRequest, EntityRequest, ViewScope
-from schemas.responses import Entities, Entity, EntityDetail, Memory, SummaryItem
 from sinks.services import Services
 
 router = APIRouter(prefix="/memory/v1", tags=["entities"])

@@ -23,17 +23,17 @@ import asyncio
 
 from fastapi import APIRouter, Response
 
+from memstream.schemas.api import Envelope
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.payloads import ENTITIES_BACKFILL_OP, EntitiesBackfillPayload
+from memstream.schemas.requests import EntitiesBackfillRequest, EntitiesPendingRequest
+from memstream.schemas.responses import EntitiesBackfilled, EntitiesPending, PendingUser
+from memstream.schemas.tenants import DEFAULT_TENANT
 from recall_api.access import Caller
 from recall_api.commands import run_command
 from recall_api.deps import ServicesDep
 from recall_api.errors import ApiError, ok
 from recall_api.routes.admin import LoopbackOnly
-from schemas.api import Envelope
-from schemas.errors import ErrorCode
-from schemas.payloads import ENTITIES_BACKFILL_OP, EntitiesBackfillPayload
-from schemas.requests import EntitiesBackfillRequest, EntitiesPendingRequest
-from schemas.responses import EntitiesBackfilled, EntitiesPending, PendingUser
-from schemas.tenants import DEFAULT_TENANT
 from sinks.entity_links import check_cursor, mark_read, pending_ids, pending_users
 
 router = APIRouter(prefix="/admin/v1", tags=["admin"])

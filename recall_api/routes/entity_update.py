@@ -15,13 +15,13 @@ import asyncio
 
 from fastapi import APIRouter, Response
 
+from memstream.schemas.api import Envelope
+from memstream.schemas.payloads import ENTITY_UPDATE_OP, EntityUpdatePayload
+from memstream.schemas.requests import EntityUpdateRequest
+from memstream.schemas.responses import EntityUpdated
 from recall_api.commands import send
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ok
-from schemas.api import Envelope
-from schemas.payloads import ENTITY_UPDATE_OP, EntityUpdatePayload
-from schemas.requests import EntityUpdateRequest
-from schemas.responses import EntityUpdated
 
 router = APIRouter(prefix="/memory/v1", tags=["entities"])
 

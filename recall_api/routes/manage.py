@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from recall_api.commands import send
-from recall_api.deps import CallerDep, ServicesDep
-from recall_api.errors import ApiError, ok
-from schemas.api import Envelope
-from schemas.errors import ErrorCode
-from schemas.payloads import DeletePayload, UpdatePayload
-from schemas.requests import (
+from memstream.schemas.api import Envelope
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.payloads import DeletePayload, UpdatePayload
+from memstream.schemas.requests import (
     BatchDeleteRequest,
     ChangeLogRequest,
     DeleteRequest,
     HistoryRequest,
     UpdateRequest,
 )
-from schemas.responses import Change, ChangeLogPage, Deleted, History, Memory, Updated
+from memstream.schemas.responses import Change, ChangeLogPage, Deleted, History, Memory, Updated
+from recall_api.commands import send
+from recall_api.deps import CallerDep, ServicesDep
+from recall_api.errors import ApiError, ok
 
 router = APIRouter(prefix="/memory/v1", tags=["manage"])
 

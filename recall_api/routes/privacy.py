@@ -8,16 +8,12 @@ from datetime import UTC, datetime, timedelta
 from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
-from recall_api import export
-from recall_api.commands import send
-from recall_api.deps import CallerDep, ServicesDep
-from recall_api.errors import ApiError, ok
-from schemas.api import Envelope
-from schemas.enums import DERIVED_TYPES, Level, MemType, Status
-from schemas.errors import ErrorCode
-from schemas.payloads import DeletePayload, DeleteScopeSpec
-from schemas.requests import ExportRequest, PurgeRequest, SwitchRequest, UserListRequest
-from schemas.responses import (
+from memstream.schemas.api import Envelope
+from memstream.schemas.enums import DERIVED_TYPES, Level, MemType, Status
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.payloads import DeletePayload, DeleteScopeSpec
+from memstream.schemas.requests import ExportRequest, PurgeRequest, SwitchRequest, UserListRequest
+from memstream.schemas.responses import (
     ExportStarted,
     ExportStatus,
     Memory,
@@ -26,6 +22,10 @@ from schemas.responses import (
     Switched,
     UserMemories,
 )
+from recall_api import export
+from recall_api.commands import send
+from recall_api.deps import CallerDep, ServicesDep
+from recall_api.errors import ApiError, ok
 
 router = APIRouter(prefix="/memory/v1", tags=["privacy"])
 

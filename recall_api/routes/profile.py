@@ -32,16 +32,16 @@ from core.profile import ProfileItem as PlannedItem
 from core.profile import plan_profile
 from core.scope import ScopeError, ScopeRequest, resolve_scope
 from core.user_index import UserIndex
+from memstream.schemas.api import Envelope
+from memstream.schemas.enums import DERIVED_TYPES, Level, Status
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.requests import ProfileRequest, ViewScope
+from memstream.schemas.responses import Profile, ProfileItem
 from models.rules.entity_mention import entity_key as _fold
 from recall_api.access import Caller
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
-from schemas.api import Envelope
-from schemas.enums import DERIVED_TYPES, Level, Status
-from schemas.errors import ErrorCode
-from schemas.memory import MemoryRecord
-from schemas.requests import ProfileRequest, ViewScope
-from schemas.responses import Profile, ProfileItem
 from sinks.services import Services
 
 log = logging.getLogger(__name__)

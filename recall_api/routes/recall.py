@@ -18,15 +18,15 @@ from fastapi import APIRouter, Response
 
 from core.ranking import Ranked, within_budget
 from core.scope import ScopeRequest
+from memstream.schemas.api import Envelope
+from memstream.schemas.errors import ErrorCode
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.requests import MAX_TOP_K, RecallRequest
+from memstream.schemas.responses import EntityRef, RecalledMemory, RecallResult, Source
+from memstream.schemas.tenants import DEFAULT_TENANT
 from recall_api.deps import CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from recall_api.recall import RecallParams
-from schemas.api import Envelope
-from schemas.errors import ErrorCode
-from schemas.memory import MemoryRecord
-from schemas.requests import MAX_TOP_K, RecallRequest
-from schemas.responses import EntityRef, RecalledMemory, RecallResult, Source
-from schemas.tenants import DEFAULT_TENANT
 
 router = APIRouter(prefix="/memory/v1", tags=["recall"])
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
+from memstream.schemas.api import Envelope
+from memstream.schemas.payloads import SessionClosePayload
+from memstream.schemas.requests import SessionCloseRequest
+from memstream.schemas.responses import SessionClosed
 from recall_api.commands import send
 from recall_api.deps import CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import ok
-from schemas.api import Envelope
-from schemas.payloads import SessionClosePayload
-from schemas.requests import SessionCloseRequest
-from schemas.responses import SessionClosed
 
 router = APIRouter(prefix="/memory/v1", tags=["session"])
 

@@ -28,8 +28,8 @@ from confluent_kafka import Consumer, Producer
 
 from core.derived import is_profile_id
 from core.settings import Settings
+from memstream.schemas.enums import MemType, Status
 from ops.procs import free_port, port_open
-from schemas.enums import MemType, Status
 from sinks.changelog import ChangeLog
 from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore

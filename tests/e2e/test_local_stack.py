@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from core.derived import profile_id
+from memstream.schemas.tenants import DEFAULT_TENANT
 from ops import stack
 from ops.procs import port_open
-from schemas.tenants import DEFAULT_TENANT
 from tests.helpers.stack_cli import cli as _cli
 from tests.helpers.stack_cli import private_stack_env
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from core.hashing import content_hash
 from core.write_batch import WriteBatch, change
-from schemas.enums import Level, MemType, OpType, Ownership, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, OpType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 
 T0 = datetime.now(UTC).replace(microsecond=0)
 _n = itertools.count()

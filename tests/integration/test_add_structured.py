@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from schemas.enums import Status
+from memstream.schemas.enums import Status
 
 pytestmark = pytest.mark.integration
 

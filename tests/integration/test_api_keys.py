@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 
 from core.derived import profile_id
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.tenants import DEFAULT_TENANT
 from sinks import keystore
 from tests.helpers.api_client import api_client
 

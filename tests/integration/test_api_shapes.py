@@ -1,7 +1,7 @@
 """The API declares its answers: every operation in OpenAPI names the model of its 200
 answer, and every real answer is exactly what its route's declared model renders: it
 validates (no required field missing), it names no field the model does not (one would be
-undocumented, and dropped by a client that parses through ``schemas.responses``), and
+undocumented, and dropped by a client that parses through ``memstream.schemas.responses``), and
 each value re-renders unchanged (a type the model declares wrongly shows here)."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
+from memstream.schemas.api import Envelope
 from recall_api import health
 from recall_api.app import create_app
 from recall_api.routes import (
@@ -32,7 +33,6 @@ from recall_api.routes import (
     session,
 )
 from recall_api.state import api_state
-from schemas.api import Envelope
 
 pytestmark = pytest.mark.integration
 

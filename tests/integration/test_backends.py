@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from schemas.events import ALL_TOPICS
-from schemas.storage import SCHEMA_VERSION
+from memstream.schemas.events import ALL_TOPICS
+from memstream.schemas.storage import SCHEMA_VERSION
 
 pytestmark = pytest.mark.integration
 

@@ -14,10 +14,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from core.write_batch import WriteBatch
+from memstream.schemas.enums import Status
 from recall_api.app import create_app
 from recall_api.changes import follow_changes
 from recall_api.state import api_state
-from schemas.enums import Status
 from sinks.services import Services
 from tests.helpers.waiting import wait_for
 from tests.integration.test_recall_api import ids, recall, record, seed

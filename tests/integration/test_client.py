@@ -19,8 +19,8 @@ from memstream.errors import (
     SwitchedOff,
     Unauthenticated,
 )
-from schemas.enums import OpType
-from schemas.responses import (
+from memstream.schemas.enums import OpType
+from memstream.schemas.responses import (
     AddAccepted,
     ChangeLogPage,
     Context,

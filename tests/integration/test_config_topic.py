@@ -13,7 +13,7 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 
 from core.live_config import ConfigKey, ConfigRecord
 from core.settings import Settings
-from schemas.events import TOPIC_CONFIG
+from memstream.schemas.events import TOPIC_CONFIG
 from sinks.config_topic import ConfigFollower, ensure_config_topic, fold, publish, read_all
 from sinks.kafka import KafkaBus
 from tests.helpers.waiting import wait_for

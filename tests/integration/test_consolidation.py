@@ -19,9 +19,9 @@ from dataflows.lifecycle.highwater import crowded_users
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import DirectVia, KafkaVia
 from dataflows.runner import FlowThread
+from memstream.schemas.enums import Level, Status
+from memstream.schemas.tenants import UserKey
 from models.llm.openai_compat import OpenAILLM
-from schemas.enums import Level, Status
-from schemas.tenants import UserKey
 from sinks.kafka import KafkaBus
 from tests.helpers.lifecycle import T0, record, seed
 from tests.helpers.scripted_llm import scripted_server

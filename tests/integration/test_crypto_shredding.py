@@ -27,9 +27,9 @@ from bytewax.testing import TestingSource
 from confluent_kafka import Consumer, TopicPartition
 
 from core.derived import is_profile_id, profile_id
+from memstream.schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS, TOPIC_DLQ
+from memstream.schemas.tenants import DEFAULT_TENANT
 from recall_api.state import api_state
-from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS, TOPIC_DLQ
-from schemas.tenants import DEFAULT_TENANT
 from sinks.crypto import DecryptionError
 from sinks.keyring import KeyRing
 from tests.helpers.waiting import wait_for

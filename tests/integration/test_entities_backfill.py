@@ -20,10 +20,10 @@ import pytest
 
 from core.hashing import content_hash
 from core.write_batch import WriteBatch
+from memstream.schemas.enums import Level, MemType, OpType, Ownership, Status
+from memstream.schemas.memory import ChangeRecord, MemoryRecord
 from ops import entities_cmd
 from ops.procs import free_port
-from schemas.enums import Level, MemType, OpType, Ownership, Status
-from schemas.memory import ChangeRecord, MemoryRecord
 from tests.helpers.api_server import running_api
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.write_batch import WriteBatch
-from schemas.enums import Status
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.enums import Status
+from memstream.schemas.tenants import DEFAULT_TENANT
 from sinks.hot_cache import HotCache
 from tests.helpers.lifecycle import record, seed
 

@@ -12,8 +12,8 @@ from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
 from dataflows.runtime import Runtime
+from memstream.schemas.enums import Status
 from models.llm.openai_compat import OpenAILLM
-from schemas.enums import Status
 from sinks.kafka import KafkaBus
 from tests.helpers.scripted_llm import scripted_server
 from tests.helpers.waiting import wait_for

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from confluent_kafka import Producer
 
-from schemas.enums import MemType, Status
+from memstream.schemas.enums import MemType, Status
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.integration

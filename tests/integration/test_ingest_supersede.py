@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from confluent_kafka import Producer
 
-from schemas.enums import Status
+from memstream.schemas.enums import Status
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.integration

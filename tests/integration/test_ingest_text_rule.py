@@ -163,7 +163,7 @@ def test_bad_text_in_any_field_goes_to_the_dlq_once_and_nothing_stops(
 
 
 def test_a_config_record_with_bad_text_is_refused_and_nothing_changes(settings) -> None:
-    from schemas.events import TOPIC_CONFIG
+    from memstream.schemas.events import TOPIC_CONFIG
     from sinks.config_topic import ConfigFollower, ensure_config_topic
     from sinks.kafka import KafkaBus
 

@@ -22,9 +22,9 @@ from bytewax.testing import TestingSource
 from core.derived import is_profile_id
 from dataflows.ingest.flow import build_flow
 from dataflows.ingest.shards import WorkerCounts, route
-from schemas.enums import MemType, Status
-from schemas.events import TOPIC_CONVERSATIONS
-from schemas.tenants import DEFAULT_TENANT, scoped
+from memstream.schemas.enums import MemType, Status
+from memstream.schemas.events import TOPIC_CONVERSATIONS
+from memstream.schemas.tenants import DEFAULT_TENANT, scoped
 from sinks.changelog import ChangeLog
 
 pytestmark = pytest.mark.integration

@@ -67,7 +67,7 @@ def test_the_cache_is_bounded(stores, user_id):
 def test_a_window_snapshot_restores_sealed_and_comes_back_empty_once_shredded(stores, user_id):
     from dataflows.ingest.items import Incoming, Source
     from dataflows.ingest.window import SealedWindow, SessionWindow
-    from schemas.events import ConversationEvent
+    from memstream.schemas.events import ConversationEvent
 
     ring = _ring(stores, b"master-window")
     event = ConversationEvent(user_id=user_id, messages=[{"role": "user", "content": "zqwin"}])

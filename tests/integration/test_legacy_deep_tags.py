@@ -14,9 +14,9 @@ import pytest
 
 from core.hashing import content_hash
 from core.write_batch import WriteBatch
-from schemas.enums import Level, MemType, OpType, Ownership
-from schemas.limits import MAX_TAGS_DEPTH, json_depth
-from schemas.memory import ChangeRecord, MemoryRecord
+from memstream.schemas.enums import Level, MemType, OpType, Ownership
+from memstream.schemas.limits import MAX_TAGS_DEPTH, json_depth
+from memstream.schemas.memory import ChangeRecord, MemoryRecord
 from tests.helpers.nesting import nested
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from prometheus_client import REGISTRY
 
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import KafkaVia
-from schemas.enums import Status
-from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
+from memstream.schemas.enums import Status
+from memstream.schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
 from tests.helpers.lifecycle import T0, record, seed
 from tests.helpers.waiting import wait_for
 

@@ -12,8 +12,8 @@ import pytest
 from dataflows.lifecycle.commands import recall_hits_command
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import KafkaVia
-from schemas.enums import Ownership, Status
-from schemas.tenants import UserKey
+from memstream.schemas.enums import Ownership, Status
+from memstream.schemas.tenants import UserKey
 from tests.helpers.lifecycle import T0, record, seed
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ import pytest
 from core.write_batch import WriteBatch
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import DirectVia, KafkaVia
+from memstream.schemas.enums import Status
 from ops.lifecycle_cmd import run_direct
-from schemas.enums import Status
 from sinks.change_events import milvus_row
 from sinks.memory_store import RECONCILE_KEY
 from tests.helpers.lifecycle import T0, record, seed

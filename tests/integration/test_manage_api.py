@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from core.derived import is_profile_id, profile_id
-from schemas.enums import Status
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.enums import Status
+from memstream.schemas.tenants import DEFAULT_TENANT
 
 pytestmark = pytest.mark.integration
 

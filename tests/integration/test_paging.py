@@ -16,8 +16,8 @@ from dataflows.ingest.flow import build_flow
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import KafkaVia
 from dataflows.runner import FlowThread
-from schemas.enums import Level, Status
-from schemas.tenants import UserKey
+from memstream.schemas.enums import Level, Status
+from memstream.schemas.tenants import UserKey
 from sinks.kafka import KafkaBus
 from tests.helpers.lifecycle import T0, record, seed
 from tests.helpers.waiting import wait_for

@@ -24,7 +24,7 @@ from dataflows.breaker import Breaker
 from dataflows.ingest.flow import build_flow
 from dataflows.ingest.sink import dead_letter_messages
 from dataflows.runner import FlowThread
-from schemas.tenants import UserKey
+from memstream.schemas.tenants import UserKey
 from sinks.errors import StoreUnavailable
 from sinks.kafka import KafkaBus
 from tests.helpers.waiting import wait_for

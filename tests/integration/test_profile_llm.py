@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from core.derived import PLAN_TAG, profile_id, stored_items
-from schemas.enums import MemType, Status
+from memstream.schemas.enums import MemType, Status
 from tests.helpers.waiting import wait_for
 from tests.integration.test_ingest_evolution import _produce, llm_ingest  # noqa: F401
 from tests.integration.test_ingest_kafka import _done, _event

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from core.derived import profile_id
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.tenants import DEFAULT_TENANT
 from tests.helpers.api_client import api_client
 
 pytestmark = pytest.mark.integration

@@ -15,8 +15,8 @@ import pytest
 
 from core.hashing import content_hash, normalize_text
 from core.write_batch import WriteBatch
-from schemas.enums import Level, MemType, Ownership
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership
+from memstream.schemas.memory import MemoryRecord
 
 pytestmark = pytest.mark.integration
 TEXTS = ["I was born in Coimbra in 1984", "My daughter Ines plays the oboe", "I take metformin"]

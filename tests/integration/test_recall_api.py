@@ -13,11 +13,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from core.hashing import content_hash
 from core.write_batch import WriteBatch
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.events import TOPIC_RECALL_HITS
+from memstream.schemas.memory import MemoryRecord
 from recall_api.breaker import BreakerState, CircuitBreaker
 from recall_api.state import api_state
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.events import TOPIC_RECALL_HITS
-from schemas.memory import MemoryRecord
 
 pytestmark = pytest.mark.integration
 URL = "/memory/v1/recall"

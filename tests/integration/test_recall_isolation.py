@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from core.hashing import content_hash
 from core.write_batch import WriteBatch
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 
 pytestmark = pytest.mark.integration
 

@@ -17,11 +17,11 @@ import httpx
 import pytest
 import uvicorn
 
+from memstream.schemas.tenants import DEFAULT_TENANT
 from ops.procs import free_port
 from recall_api.app import create_app
 from recall_api.routing import ROUTE_HEADER
 from recall_api.serving import server_config
-from schemas.tenants import DEFAULT_TENANT
 from sinks.services import Services
 from tests.helpers.lifecycle import record, seed
 

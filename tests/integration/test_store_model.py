@@ -17,8 +17,8 @@ import pytest
 
 from core.write_batch import WriteBatch
 from dataflows.runtime import Runtime
+from memstream.schemas.enums import Status
 from ops import reembed_cmd
-from schemas.enums import Status
 from sinks.clickhouse import ClickHouseStore
 from sinks.errors import ModelMismatch
 from sinks.keyring import KeyRing

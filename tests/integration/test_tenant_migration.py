@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from pymilvus import DataType, MilvusClient
 
-from schemas.storage import SCHEMA_VERSION, TENANT_COLUMN, clickhouse_ddl, milvus_fields
+from memstream.schemas.storage import SCHEMA_VERSION, TENANT_COLUMN, clickhouse_ddl, milvus_fields
 from sinks.clickhouse import ClickHouseStore
 from sinks.milvus import MilvusStore
 

@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import Producer
 
 from core.derived import is_profile_id, profile_id
+from memstream.schemas.enums import Status
 from recall_api.state import api_state
-from schemas.enums import Status
 from sinks import keystore
 from tests.helpers.api_client import api_client
 from tests.helpers.waiting import wait_for

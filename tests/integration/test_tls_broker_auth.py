@@ -26,10 +26,10 @@ from confluent_kafka.admin import (
 from dataflows.ingest.flow import build_flow
 from dataflows.runner import FlowThread
 from dataflows.runtime import Runtime
+from memstream.schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
 from ops.procs import free_port
 from recall_api.app import create_app
 from recall_api.serving import api_base_url, server_config
-from schemas.events import TOPIC_COMMANDS, TOPIC_CONVERSATIONS
 from sinks.kafka import KafkaBus
 from sinks.kafka_config import kafka_client_config
 from sinks.services import Services

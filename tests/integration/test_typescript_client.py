@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas import requests, responses
-from schemas.events import Message, Strategy
+from memstream.schemas import requests, responses
+from memstream.schemas.events import Message, Strategy
 from tests.helpers.api_server import make_key, running_api
 
 pytestmark = pytest.mark.integration
@@ -125,7 +125,7 @@ MODELS = {
 
 def test_the_types_name_the_fields_of_the_servers_models() -> None:
     """Each interface of ``src/types.ts`` has exactly the fields of the model of its name
-    (``schemas/responses.py``; ``Message``, ``Strategy``, ``Scope`` of the requests), so
+    (``memstream/schemas/responses.py``; ``Message``, ``Strategy``, ``Scope`` of the requests), so
     a field added to an answer reaches the TypeScript types too."""
     text = (PACKAGE / "src" / "types.ts").read_text(encoding="utf-8")
     declared = {m[1]: (m[2], set(FIELD.findall(m[3]))) for m in INTERFACE.finditer(text)}

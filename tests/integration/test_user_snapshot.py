@@ -11,8 +11,8 @@ import pytest
 
 from core.settings import Settings
 from core.write_batch import WriteBatch
-from schemas.enums import Status
-from schemas.tenants import DEFAULT_TENANT, UserKey
+from memstream.schemas.enums import Status
+from memstream.schemas.tenants import DEFAULT_TENANT, UserKey
 from sinks.crypto import DecryptionError
 from sinks.hot_cache import HotCache
 from sinks.redis_store import RedisStore

@@ -11,11 +11,11 @@ from core.hashing import content_hash, memory_id_for
 from core.write_batch import WriteBatch
 from dataflows.ingest.items import Extracted, FactItem, Incoming, Source
 from dataflows.ingest.writer import Writer
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.events import ConversationEvent
+from memstream.schemas.facts import Fact
+from memstream.schemas.memory import MemoryRecord
 from models.llm.openai_compat import OpenAILLM
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.events import ConversationEvent
-from schemas.facts import Fact
-from schemas.memory import MemoryRecord
 from tests.helpers.scripted_llm import scripted_server
 
 pytestmark = pytest.mark.integration

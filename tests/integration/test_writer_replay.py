@@ -10,8 +10,8 @@ import pytest
 from core.hashing import memory_id_for
 from dataflows.ingest.items import Extracted, FactItem, Incoming, Source
 from dataflows.ingest.writer import Writer
-from schemas.events import ConversationEvent
-from schemas.facts import Fact
+from memstream.schemas.events import ConversationEvent
+from memstream.schemas.facts import Fact
 
 pytestmark = pytest.mark.integration
 

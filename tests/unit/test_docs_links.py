@@ -48,7 +48,7 @@ def test_every_relative_link_resolves(page: Path) -> None:
 
 
 # Where code, charts and scripts cite a page: ``docs/<page>.md`` with an optional ``#anchor``.
-SOURCES = ("core", "dataflows", "memstream", "models", "ops", "recall_api", "schemas", "sinks")
+SOURCES = ("core", "dataflows", "memstream", "models", "ops", "recall_api", "sinks")
 CITING = [*SOURCES, "tests", "helm", "clients", ".ci"]
 CITE = re.compile(r"docs/([\w-]+)\.md(?:#([\w-]+))?")
 # The design notes and the original design (in Chinese) live outside the repository: a

@@ -12,7 +12,7 @@
  * The codes are the API's (docs/api.md#error-codes); `ErrorCode` names them.
  */
 
-/** The API's error codes (`schemas/errors.py`). */
+/** The API's error codes (`memstream/schemas/errors.py`). */
 export const ErrorCode = {
   BAD_PARAMETER: 40001,
   UNAUTHENTICATED: 40101,

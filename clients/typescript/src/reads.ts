@@ -28,7 +28,7 @@ import type {
 } from "./types.js";
 import { Writes } from "./writes.js";
 
-/** The turns the context call reads (`schemas/enums.py: Role`). */
+/** The turns the context call reads (`memstream/schemas/enums.py: Role`). */
 const ROLES = new Set(["user", "assistant", "system"]);
 
 export interface RecallOptions {

@@ -1,7 +1,7 @@
 /**
  * The shapes of the memstream HTTP API (docs/api.md#endpoints), written from the server's
- * models: answers from `schemas/responses.py`, the nested request shapes from
- * `schemas/requests.py` and `schemas/events.py`. Answers are typed exactly as they come
+ * models: answers from `memstream/schemas/responses.py`, the nested request shapes from
+ * `memstream/schemas/requests.py` and `memstream/schemas/events.py`. Answers are typed exactly as they come
  * on the wire (snake_case); instants are ISO 8601 strings. The server may add fields to
  * an answer, never remove them, so these types name what a client can rely on.
  *
@@ -35,7 +35,7 @@ export interface JsonObject {
 
 // --- request shapes ----------------------------------------------------------------------
 
-/** One turn of an `add` (`schemas/events.py: Message`). */
+/** One turn of an `add` (`memstream/schemas/events.py: Message`). */
 export interface Message {
   role: Role;
   content: string;
@@ -46,7 +46,7 @@ export interface Message {
   ts?: Instant;
 }
 
-/** How an `add` is extracted (`schemas/events.py: Strategy`). */
+/** How an `add` is extracted (`memstream/schemas/events.py: Strategy`). */
 export interface Strategy {
   focus?: string;
   evolution?: "decide" | "append";
@@ -60,7 +60,7 @@ export interface Turn {
   content: unknown;
 }
 
-/** A delete's or purge's scope (`schemas/requests.py: Scope`). */
+/** A delete's or purge's scope (`memstream/schemas/requests.py: Scope`). */
 export interface Scope {
   app_id?: string;
   level?: Level;

@@ -20,11 +20,11 @@ from typing import Any
 import httpx
 
 from core.ranking import FUSIONS
+from memstream.schemas.enums import Status
 from ops.bench.env import BenchStack
 from ops.bench.quality.baselines import DEPTH, Answer
 from ops.bench.quality.data import Dataset, Question
 from ops.bench.recall import serve_api
-from schemas.enums import Status
 
 APP = "bench"
 TOP_K = 10  # the scored k; every recall asks ``DEPTH`` (50) deep for the budget figures

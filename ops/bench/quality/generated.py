@@ -33,6 +33,8 @@ from typing import Any
 import httpx
 
 from core.settings import Settings
+from memstream.schemas.enums import Status
+from memstream.schemas.tenants import DEFAULT_TENANT
 from ops.bench.env import BenchStack, bench_stack, percentiles
 from ops.bench.ingest import send_events, start_ingest, wait_done
 from ops.bench.quality import baselines as quality_baselines
@@ -43,8 +45,6 @@ from ops.bench.quality.budget import BUDGETS
 from ops.bench.quality.data import TYPES, Dataset, generate
 from ops.bench.quality.session_start import SessionStart
 from ops.bench.sampler import ProcSampler
-from schemas.enums import Status
-from schemas.tenants import DEFAULT_TENANT
 
 LIFTED = 1_000_000  # "lifted": nothing is evicted or consolidated
 

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from core.settings import Settings
+from memstream.schemas.tenants import DEFAULT_TENANT
 from ops.bench.env import BenchStack, bench_stack, percentiles
 from ops.bench.ingest import send_events, start_ingest, wait_done
 from ops.bench.quality import baselines as quality_baselines
@@ -42,7 +43,6 @@ from ops.bench.quality.real import Replay
 from ops.bench.quality.session_start import SessionStart
 from ops.bench.recall import serve_api
 from ops.bench.sampler import ProcSampler
-from schemas.tenants import DEFAULT_TENANT
 
 
 def _say(message: str) -> None:

@@ -40,11 +40,11 @@ from typing import Any
 
 import httpx
 
+from memstream.schemas.errors import ErrorCode
 from ops.bench.quality.baselines import Doc
 from ops.bench.quality.budget import budget_recall, fitting
 from ops.bench.quality.data import Question
 from ops.bench.quality.metrics import mean_of
-from schemas.errors import ErrorCode
 
 START_BUDGETS = (1000, 2000, 4000)
 SYSTEMS = ("recent", "by_weight", "by_weight_newest", "profile")

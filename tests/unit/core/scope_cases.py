@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from core.scope import ScopeRequest, Switches
-from schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.enums import Level, MemType, Ownership, Status
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 APPS = [None, "a", "b", 'q"x']

@@ -19,7 +19,7 @@ from core.capacity import (
     plan_trim,
 )
 from core.settings import Settings
-from schemas.enums import Level, Status
+from memstream.schemas.enums import Level, Status
 
 S = Settings.model_construct()
 # Small limits so every number below can be checked by hand: targets 9 / 9 / 13.

@@ -22,8 +22,8 @@ from core.consolidation import (
 )
 from core.hashing import content_hash
 from core.settings import Settings
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 
 S = Settings.model_construct()
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

@@ -16,8 +16,8 @@ from core.context import (
     turn_query,
 )
 from core.profile import plan_profile
-from schemas.enums import Level, MemType, Ownership
-from schemas.memory import EntityLink, MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership
+from memstream.schemas.memory import EntityLink, MemoryRecord
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 _n = iter(range(10_000))

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from core.entity_resolution import EntityRegistry
+from memstream.schemas.enums import Level, MemType, Ownership
+from memstream.schemas.memory import MemoryRecord
 from models.rules.entities import extract_entities
-from schemas.enums import Level, MemType, Ownership
-from schemas.memory import MemoryRecord
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 

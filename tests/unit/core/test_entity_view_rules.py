@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from core.entity_keys import entity_key
 from core.entity_view import aggregate, in_scope, matching, of_type, on_timeline, timeline
 from core.hashing import content_hash
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import EntityLink, MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import EntityLink, MemoryRecord
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 _n = itertools.count()

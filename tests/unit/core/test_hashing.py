@@ -18,7 +18,7 @@ from core.hashing import (
     stable_id,
     task_id_for_source,
 )
-from schemas.enums import OpType
+from memstream.schemas.enums import OpType
 
 ROOT = Path(__file__).resolve().parents[3]
 

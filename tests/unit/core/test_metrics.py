@@ -12,12 +12,12 @@ import pytest
 from prometheus_client import REGISTRY
 
 from core import metrics
+from memstream.schemas.facts import ChatMessage
 from models.degrade import decide_or_degrade
 from models.errors import LLMUnavailable
 from models.llm.base import PromptedLLM
 from recall_api.batcher import QueryBatcher
 from recall_api.breaker import CircuitBreaker
-from schemas.facts import ChatMessage
 
 
 def sample(name: str, **labels: str) -> float:

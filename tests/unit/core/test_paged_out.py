@@ -17,7 +17,7 @@ from core.capacity import paged_out
 from core.scope import Branch, RecallPredicate
 from core.settings import Settings
 from core.user_index import UserIndex
-from schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.enums import Level, MemType, Ownership, Status
 
 S = Settings()
 US = timedelta(microseconds=1)

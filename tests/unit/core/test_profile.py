@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from core.profile import plan_profile, tidy
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import EntityLink, MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import EntityLink, MemoryRecord
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 _n = iter(range(10_000))

@@ -8,8 +8,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from core import record_codec
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import EntityLink, MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import EntityLink, MemoryRecord
 
 AT = datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from core.scope import (
     TagFilter,
     resolve_scope,
 )
-from schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.enums import Level, MemType, Ownership, Status
 
 ON = Switches()
 

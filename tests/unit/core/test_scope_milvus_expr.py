@@ -18,14 +18,14 @@ from scope_cases import Rec, records_near, requests, switches
 
 from core.scope import RecallPredicate, resolve_scope
 from core.timeutil import epoch_ms
-from schemas.storage import milvus_fields
+from memstream.schemas.storage import milvus_fields
 
 mfilter = pytest.importorskip("milvus_lite.search.filter")
 mtypes = pytest.importorskip("milvus_lite.schema.types")
 pa = pytest.importorskip("pyarrow")
 
 
-def _schema():  # the collection of schemas.storage, minus the vector
+def _schema():  # the collection of memstream.schemas.storage, minus the vector
     kinds = {"VARCHAR": "VARCHAR", "INT64": "INT64", "BOOL": "BOOL", "JSON": "JSON"}
     fields = [
         mtypes.FieldSchema(
@@ -81,7 +81,7 @@ def test_every_rendered_expression_compiles():
     from datetime import UTC, datetime
 
     from core.scope import ScopeRequest, Switches
-    from schemas.enums import MemType, Ownership
+    from memstream.schemas.enums import MemType, Ownership
 
     req = ScopeRequest(
         user_id=7,

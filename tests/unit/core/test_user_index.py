@@ -18,8 +18,8 @@ from core.hashing import content_hash
 from core.lexical import BM25Index, term_counts
 from core.user_index import UserIndex
 from core.vector_rows import half, quantize, row_bytes, row_from_bytes
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 
 DIM = 32
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ from core.weights import (
     type_weight,
     weight_now,
 )
-from schemas.enums import MemType, Ownership
+from memstream.schemas.enums import MemType, Ownership
 
 S = Settings.model_construct()  # defaults only, whatever the environment says
 LAM = math.log(8) / 90

@@ -8,11 +8,11 @@ from datetime import UTC, date, datetime
 
 from core.user_index import UserIndex
 from dataflows.ingest.entities import linked
+from memstream.schemas.enums import Level, MemType, Ownership
+from memstream.schemas.events import Message, Strategy
+from memstream.schemas.facts import FactEntity
+from memstream.schemas.memory import MemoryRecord
 from models.prompts import extract_facts
-from schemas.enums import Level, MemType, Ownership
-from schemas.events import Message, Strategy
-from schemas.facts import FactEntity
-from schemas.memory import MemoryRecord
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
 TURN = [Message(role="user", content="My sister Anna moved to Lyon; I love Ratatouille.")]

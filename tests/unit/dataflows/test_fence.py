@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 
 from dataflows.ingest.fence import MAX_SCOPES, REASON, SCOPE_REASON, Fences, fenced, purged_at
 from dataflows.ingest.items import Extracted, FactItem, Incoming, IncomingCommand, Source
-from schemas.commands import Command
-from schemas.events import ConversationEvent
-from schemas.facts import Fact
+from memstream.schemas.commands import Command
+from memstream.schemas.events import ConversationEvent
+from memstream.schemas.facts import Fact
 
 
 def _incoming(task_id: str, ts_s: float) -> Incoming:

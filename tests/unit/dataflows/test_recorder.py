@@ -13,9 +13,9 @@ from core.user_index import UserIndex
 from core.write_batch import WriteBatch
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import counters_of
-from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
-from schemas.memory import MemoryRecord
-from schemas.tenants import UserKey
+from memstream.schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
+from memstream.schemas.tenants import UserKey
 
 DIM = 8
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -14,7 +14,7 @@ from recall_api.routes import admin
 from recall_api.state import ApiState, install
 from sinks.stores import Stores
 
-# a pass's summary (``schemas.responses.LifecycleSummary``), as the runner answers it
+# a pass's summary (``memstream.schemas.responses.LifecycleSummary``), as the runner answers it
 SUMMARY = {
     "now": "2026-07-01T00:00:00+00:00",
     "users": 1,

@@ -10,7 +10,7 @@ from bytewax.connectors.kafka import KafkaSourceMessage
 from dataflows.ingest.items import Rejected
 from dataflows.lifecycle.commands import RECALL_HITS_OP, RecallHitsPayload
 from dataflows.lifecycle.hits import parse_hits, window_command
-from schemas.events import RecallHits
+from memstream.schemas.events import RecallHits
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ import pytest
 
 from core.settings import Settings
 from dataflows.lifecycle.rules import Action, plan_memory, plan_user, recovered
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 
 S = Settings()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

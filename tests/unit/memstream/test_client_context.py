@@ -10,7 +10,7 @@ import json
 import httpx
 
 from memstream import AsyncClient, Client
-from schemas.responses import Context
+from memstream.schemas.responses import Context
 
 ITEM = {"kind": "entity", "text": "Anna (person): lives in Lyon", "memory_ids": ["m_1"],
         "msg_ids": ["t1"], "entity": "Anna", "entity_id": "e_1"}  # fmt: skip

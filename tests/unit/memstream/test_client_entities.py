@@ -9,7 +9,7 @@ import json
 import httpx
 
 from memstream import Client
-from schemas.responses import Entities, EntityDetail
+from memstream.schemas.responses import Entities, EntityDetail
 
 ANNA = {
     "entity_id": "e_1",

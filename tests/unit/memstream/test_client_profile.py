@@ -9,7 +9,7 @@ import json
 import httpx
 
 from memstream import Client
-from schemas.responses import Profile
+from memstream.schemas.responses import Profile
 
 ITEM = {"text": "Anna lives in Lyon", "entity": "Anna", "memory_ids": ["m_1"], "msg_ids": ["t1"]}
 

@@ -15,9 +15,9 @@ import pytest
 from memstream import AsyncClient, Client, RetryPolicy, TaskPending, TransportError
 from memstream._transport import Call, answer_of, body_of, retry_after_s
 from memstream.errors import ExtractionFailed, NotFound, ProtocolError, Unavailable
-from schemas.enums import Level
-from schemas.events import Message
-from schemas.responses import Switched
+from memstream.schemas.enums import Level
+from memstream.schemas.events import Message
+from memstream.schemas.responses import Switched
 
 FAST = RetryPolicy(max_attempts=3, backoff_s=0.001, max_backoff_s=0.001)
 
@@ -168,7 +168,7 @@ def test_the_async_client_retries_the_same_way() -> None:
 
 def test_the_client_package_imports_nothing_of_the_server() -> None:
     """The import direction (docs/architecture.md#code-layout): ``memstream`` may use
-    ``schemas`` only, so an agent can install it without the server's stores and models."""
+    ``memstream.schemas`` only, so an agent can install it without the server's stores and models."""
     import subprocess
     import sys
 

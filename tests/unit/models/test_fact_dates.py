@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from schemas.facts import Fact
+from memstream.schemas.facts import Fact
 
 
 @pytest.mark.parametrize("day", [date(9999, 12, 31), date(1, 1, 1), date(1899, 12, 31)])

@@ -6,8 +6,8 @@ from datetime import UTC, date, datetime
 
 from dataflows.ingest.extract import conversation_date, extract
 from dataflows.ingest.items import Incoming, Source, TurnBatch
+from memstream.schemas.events import ConversationEvent, Message
 from models.llm.rules import RulesLLM
-from schemas.events import ConversationEvent, Message
 
 CLOCK = date(2026, 3, 2)
 EVENT_TS = datetime(2023, 5, 8, 12, 0, tzinfo=UTC)

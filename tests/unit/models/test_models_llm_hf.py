@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from memstream.schemas.enums import Ownership
+from memstream.schemas.events import Message
 from models.errors import LLMTimeout, MalformedOutput, ModelConfigError
 from models.llm.hf import TransformersLLM
-from schemas.enums import Ownership
-from schemas.events import Message
 
 MESSAGES = [Message(role="user", content="Hi, my name is John.", msg_id="u1")]
 

@@ -9,11 +9,11 @@ from datetime import date
 import httpx
 import pytest
 
+from memstream.schemas.enums import MemType, OpType, Ownership
+from memstream.schemas.events import Message, Strategy
 from models.degrade import decide_or_degrade
 from models.errors import InventedId, LLMTimeout, LLMUnavailable, MalformedOutput
 from models.llm.openai_compat import OpenAILLM
-from schemas.enums import MemType, OpType, Ownership
-from schemas.events import Message, Strategy
 
 TODAY = date(2026, 3, 2)
 CONVERSATION = [

@@ -7,9 +7,9 @@ from datetime import date
 
 import pytest
 
+from memstream.schemas.events import Message
 from models.errors import ModelError
 from models.llm.openai_compat import OpenAILLM
-from schemas.events import Message
 
 LEAK = "my card number is 4111-1111"
 TURNS = [Message(role="user", content="I live in Porto", msg_id="u1")]

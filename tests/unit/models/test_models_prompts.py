@@ -7,12 +7,12 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from memstream.schemas.enums import OpType, Ownership
+from memstream.schemas.events import Message
+from memstream.schemas.facts import Similar
 from models.errors import InventedId, MalformedOutput
 from models.llm.base import parse_json_object
 from models.prompts import decide, extract_facts
-from schemas.enums import OpType, Ownership
-from schemas.events import Message
-from schemas.facts import Similar
 
 TODAY = date(2026, 3, 2)
 MESSAGES = [

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from memstream.schemas.enums import OpType
+from memstream.schemas.facts import Similar
 from models.llm.rules import RulesLLM
 from models.rules.change import ended, subject_of, superseded_by
-from schemas.enums import OpType
-from schemas.facts import Similar
 
 
 @pytest.mark.parametrize(

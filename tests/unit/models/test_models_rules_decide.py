@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from memstream.schemas.enums import OpType
+from memstream.schemas.facts import Fact, Similar
 from models.degrade import decide_or_degrade
 from models.llm.base import LLM
 from models.llm.rules import RulesLLM
-from schemas.enums import OpType
-from schemas.facts import Fact, Similar
 
 
 def test_near_duplicate_is_none_against_the_closest_memory():

@@ -352,8 +352,8 @@ def test_the_user_themself_is_no_entity_the_other_speaker_is() -> None:
 
 
 def test_speakers_of_a_conversation_say_who_the_user_is() -> None:
+    from memstream.schemas.events import Message
     from models.rules.entities import conversation_speakers
-    from schemas.events import Message
 
     def msg(role: str, name: str | None) -> Message:
         return Message.model_validate({"role": role, "name": name, "content": "hi"})

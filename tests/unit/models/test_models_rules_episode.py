@@ -6,10 +6,10 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from memstream.schemas.enums import MemType, Ownership
+from memstream.schemas.events import Message
 from models.llm.rules import RulesLLM
 from models.rules.episode import MAX_EPISODE, bounded
-from schemas.enums import MemType, Ownership
-from schemas.events import Message
 
 CLOCK = date(2026, 3, 2)
 SAID = datetime(2023, 5, 8, 20, 0, tzinfo=UTC)  # a Monday

@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
+from memstream.schemas.enums import MemType, Ownership
+from memstream.schemas.events import Message
 from models.llm.rules import RulesLLM
-from schemas.enums import MemType, Ownership
-from schemas.events import Message
 
 TODAY = date(2026, 3, 2)  # a Monday
 

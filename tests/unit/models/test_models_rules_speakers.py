@@ -6,10 +6,10 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
+from memstream.schemas.enums import MemType, Ownership
+from memstream.schemas.events import Message
 from models.llm.rules import RulesLLM
 from models.rules.speakers import conversation_names, message_day, voices
-from schemas.enums import MemType, Ownership
-from schemas.events import Message
 
 CLOCK = date(2026, 3, 2)  # what the clock would say: must never leak into 2023 turns
 SAID = datetime(2023, 5, 10, 9, 30, tzinfo=UTC)  # a Wednesday

@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from core.lexical import tokenize
+from memstream.schemas.events import ConversationEvent
 from ops.bench.quality.data import BANKS, FRIEND, OWNER, TYPES, Dataset, generate
-from schemas.events import ConversationEvent
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 

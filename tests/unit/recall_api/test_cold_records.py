@@ -6,9 +6,9 @@ import dataclasses
 from datetime import UTC, datetime
 
 from core.write_batch import WriteBatch
+from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.memory import MemoryRecord
 from recall_api.cold_records import ColdRecords
-from schemas.enums import Level, MemType, Ownership, Status
-from schemas.memory import MemoryRecord
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -4,10 +4,15 @@ resend is recognised by. The literals are what the hand-built payloads carried."
 
 from __future__ import annotations
 
+from memstream.schemas.payloads import (
+    DeletePayload,
+    DeleteScopeSpec,
+    StructuredFields,
+    UpdatePayload,
+)
 from recall_api.access import Caller
 from recall_api.commands import wire
 from recall_api.idempotency import fingerprint
-from schemas.payloads import DeletePayload, DeleteScopeSpec, StructuredFields, UpdatePayload
 
 APP_KEY = Caller("default", "app", frozenset({"b", "a"}), global_grant=True, kid="k1")
 

@@ -1,4 +1,4 @@
-"""The ClickHouse schema in both layouts (schemas/ch_layout.py): golden DDL, the shape of
+"""The ClickHouse schema in both layouts (memstream/schemas/ch_layout.py): golden DDL, the shape of
 every table on a cluster, idempotency, and that chDB's parser (ClickHouse 26.x) accepts
 every statement. No ClickHouse cluster runs here; docs/deploy.md says what was run.
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.ch_layout import Layout
-from schemas.storage import (
+from memstream.schemas.ch_layout import Layout
+from memstream.schemas.storage import (
     TABLES,
     TENANT_COLUMN,
     TENANT_TABLES,

@@ -1,4 +1,4 @@
-"""Command payloads (schemas.payloads): the JSON earlier versions put on memory.commands
+"""Command payloads (memstream.schemas.payloads): the JSON earlier versions put on memory.commands
 still validates, a typed payload dumps to the same keys, and the writer's registry
 refuses a bad one (40001 to the caller, the command to the DLQ)."""
 
@@ -13,8 +13,8 @@ from dataflows.ingest import management  # noqa: F401  (registers the management
 from dataflows.ingest.commands import HANDLERS, apply_command
 from dataflows.ingest.items import IncomingCommand, Source
 from dataflows.lifecycle import commands as _lifecycle  # noqa: F401  (lifecycle, recall_hits)
-from schemas.commands import Command
-from schemas.payloads import (
+from memstream.schemas.commands import Command
+from memstream.schemas.payloads import (
     ConsolidatePayload,
     DeletePayload,
     LifecyclePayload,

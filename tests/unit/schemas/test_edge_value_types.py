@@ -9,9 +9,9 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from core.scope import InvalidScope, ScopeRequest, Switches, resolve_scope
-from schemas.commands import StructuredMemory
-from schemas.events import ConversationEvent, Message
-from schemas.limits import (
+from memstream.schemas.commands import StructuredMemory
+from memstream.schemas.events import ConversationEvent, Message
+from memstream.schemas.limits import (
     STORE_TIME_MAX,
     STORE_TIME_MIN,
     TAG_INT_MAX,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from schemas.limits import (
+from memstream.schemas.limits import (
     MAX_TAGS_DEPTH,
     STORE_TIME_MAX,
     STORE_TIME_MIN,
@@ -88,7 +88,7 @@ def test_query_times_are_utc_inside_what_the_store_holds(value, expected) -> Non
 def test_clip_tags_cuts_a_legacy_deep_tree_at_the_limit_and_keeps_it_as_text() -> None:
     import json
 
-    from schemas.limits import MAX_TAGS_DEPTH, clip_tags, json_depth
+    from memstream.schemas.limits import MAX_TAGS_DEPTH, clip_tags, json_depth
 
     small = {"a": {"b": [1, {"c": 2}]}}
     assert clip_tags(small) is small

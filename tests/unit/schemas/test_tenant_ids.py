@@ -1,4 +1,4 @@
-"""Tenant ids and the names scoped by them (schemas.tenants)."""
+"""Tenant ids and the names scoped by them (memstream.schemas.tenants)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from pydantic import ValidationError
 
 from core.apikeys import new_key
-from schemas.commands import Command
-from schemas.events import ConversationEvent
-from schemas.tenants import DEFAULT_TENANT, check_tenant, id_parts, scoped
+from memstream.schemas.commands import Command
+from memstream.schemas.events import ConversationEvent
+from memstream.schemas.tenants import DEFAULT_TENANT, check_tenant, id_parts, scoped
 
 
 @pytest.mark.parametrize("good", ["default", "t1", "acme.eu-west:prod_2", "A" * 64])

@@ -8,10 +8,10 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from schemas.commands import Command, StructuredMemory
-from schemas.events import ConversationEvent, RecallHits
-from schemas.limits import first_bad_text, is_blank
-from schemas.requests import (
+from memstream.schemas.commands import Command, StructuredMemory
+from memstream.schemas.events import ConversationEvent, RecallHits
+from memstream.schemas.limits import first_bad_text, is_blank
+from memstream.schemas.requests import (
     BatchDeleteRequest,
     ChangeLogRequest,
     RecallRequest,

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from schemas.storage import TABLES, clickhouse_ddl
+from memstream.schemas.storage import TABLES, clickhouse_ddl
 from sinks.clickhouse import ClickHouseStore
 from sinks.keyring import KeyRing
 from sinks.memory_store import MemoryStore
 from tests.helpers.clickhouse_parse import parse_errors
 
 ROOT = Path(__file__).resolve().parents[3]
-CODE = ("core", "sinks", "dataflows", "recall_api", "ops", "schemas", "models")
+CODE = ("core", "sinks", "dataflows", "recall_api", "ops", "models", "memstream/schemas")
 DB, CLUSTER = "memstream", "prod"
 # ``f"... FROM {ch.database}.memories"``, ``{self.db}.memories``, ``{db}.memories``
 _TABLE_REF = re.compile(r"\{[A-Za-z_.()]*(?:database|db)\}\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -54,11 +54,11 @@ def test_every_table_a_query_names_exists_in_both_schemas():
 
 def test_no_mutation_names_a_table_by_its_query_name():
     """``ALTER TABLE {db}.memories DELETE`` would fail on a cluster (a Distributed table
-    has no parts): mutations name ``layout.mutate(...)``, held in a variable. (schemas/
+    has no parts): mutations name ``layout.mutate(...)``, held in a variable. (memstream/schemas/
     renders the DDL, whose ALTERs ``Layout.alter`` sends to both tables on purpose.)"""
     found = []
     for path, text in _sources().items():
-        if path.is_relative_to(ROOT / "schemas"):
+        if path.is_relative_to(ROOT / "memstream" / "schemas"):
             continue
         for expr in _MUTATION.findall(text):
             found.append(expr)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.tenants import UserKey
+from memstream.schemas.tenants import UserKey
 from sinks.memory_filter import SCOPE_KEY, MemoryFilter
 
 

@@ -8,7 +8,7 @@ import logging
 from prometheus_client import REGISTRY
 
 from core.timeutil import epoch_ms
-from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
+from memstream.schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN
 from sinks.stored_rows import decode_rows, instant, select_list
 
 SECRET = "my locker code is 90210"

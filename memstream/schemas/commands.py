@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.limits import IdText, UserId
-from schemas.payloads import StructuredFields
-from schemas.tenants import DEFAULT_TENANT, TenantId, scoped
+from memstream.schemas.limits import IdText, UserId
+from memstream.schemas.payloads import StructuredFields
+from memstream.schemas.tenants import DEFAULT_TENANT, TenantId, scoped
 
 COMMAND_VERSION = 1
 
@@ -27,7 +27,7 @@ class _UserBody(BaseModel):
 
 class StructuredMemory(StructuredFields, _UserBody):
     """Body of add_structured (docs/api.md#request-fields): written directly, no extraction
-    or evolution; the command carries its fields but ``user_id`` (``schemas.payloads``)."""
+    or evolution; the command carries its fields but ``user_id`` (``memstream.schemas.payloads``)."""
 
 
 class Command(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.ch_layout import Layout, Table
+from memstream.schemas.ch_layout import Layout, Table
 
 SCHEMA_VERSION = 6  # 2: source_msg_ids; 3: store_meta; 4: data_keys; 5: tenant_id; 6: entities
 
@@ -46,7 +46,7 @@ TABLES = (*TENANT_TABLES, "store_meta", "schema_migrations")  # every table of t
 # keys are the server's to use, not an analyst's to read).
 SQL_TABLES = ("memories", "memory_changelog", "memory_settings", ENTITIES_TABLE)
 _TS = "DateTime64(3, 'UTC')"
-# Per-user tables are sharded by the user (see schemas/ch_layout.py for why the hash).
+# Per-user tables are sharded by the user (see memstream/schemas/ch_layout.py for why the hash).
 _BY_USER = "cityHash64(user_id)"
 
 
@@ -112,11 +112,11 @@ def settings_done(db: str, cluster: str = "") -> list[str]:
 def clickhouse_ddl(db: str, cluster: str = "") -> list[str]:
     """Statements that create the database and its tables; each is idempotent
     (``IF NOT EXISTS`` everywhere). ``cluster``: the same schema as replicated local
-    tables plus Distributed tables under the names queries use (schemas/ch_layout.py).
+    tables plus Distributed tables under the names queries use (memstream/schemas/ch_layout.py).
 
     v4 → v5 (tenants): ``memories`` and ``memory_changelog`` gain ``tenant_id`` (old rows
     read ``default``). Their replacing keys stay ``(user_id, memory_id)`` and
-    ``(user_id, change_id)``: a memory id is derived with its tenant (``schemas.tenants.
+    ``(user_id, change_id)``: a memory id is derived with its tenant (``memstream.schemas.tenants.
     id_parts``), so no two tenants share one. ``memory_settings`` has no such id: its key
     must hold the tenant, so an old table is rebuilt (``settings_rebuild``).
     """

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NotRequired, TypedDict
 
-from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
-from schemas.json_types import JsonObject
-from schemas.tenants import DEFAULT_TENANT
+from memstream.schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+from memstream.schemas.json_types import JsonObject
+from memstream.schemas.tenants import DEFAULT_TENANT
 
 
 class EntityLink(TypedDict):
@@ -65,7 +65,7 @@ class MemoryRecord:
     source_msg_ids: list[str] = field(default_factory=list)
     custom_tags: JsonObject = field(default_factory=dict)
     version: int = 0
-    tenant_id: str = DEFAULT_TENANT  # with user_id, the person (schemas.tenants)
+    tenant_id: str = DEFAULT_TENANT  # with user_id, the person (memstream.schemas.tenants)
     # The entities this memory names, resolved per user (docs/architecture.md#entities).
     entities: list[EntityLink] = field(default_factory=list)
 

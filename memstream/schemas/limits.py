@@ -19,8 +19,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from schemas.enums import DERIVED_TYPES, MemType
-from schemas.json_types import JsonObject, JsonValue
+from memstream.schemas.enums import DERIVED_TYPES, MemType
+from memstream.schemas.json_types import JsonObject, JsonValue
 
 UINT64_MAX = 2**64 - 1
 MAX_TAGS_DEPTH = 8  # {"a": {"b": 1}} is depth 2; deeper trees broke JSON codecs downstream

@@ -2,7 +2,7 @@
 
 They are what ``core.seams.LLMLike`` takes and returns, so they live here, below core and
 models alike (docs/architecture.md#code-layout). Frozen pydantic models like the rest
-of ``schemas/``: a fact or decision, once produced, is only read (written to the
+of ``memstream/schemas/``: a fact or decision, once produced, is only read (written to the
 changelog, applied by the keyed writer).
 """
 
@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from schemas.enums import MemType, OpType
-from schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN, WrittenType
+from memstream.schemas.enums import MemType, OpType
+from memstream.schemas.limits import STORE_TIME_MAX, STORE_TIME_MIN, WrittenType
 
 ChatMessage = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": ...}
 

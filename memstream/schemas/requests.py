@@ -4,7 +4,7 @@ endpoint.
 Unknown fields are refused (``extra="forbid"``: 40001). ``user_id`` is strict (``true``
 is not user 1). ``request_id`` makes a write idempotent: resending it gives the same
 answer and no second copy; the same id with another request answers 40901
-(``recall_api.idempotency``). The answers' shapes are in ``schemas.responses``.
+(``recall_api.idempotency``). The answers' shapes are in ``memstream.schemas.responses``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from pydantic import (
     model_validator,
 )
 
-from schemas.commands import StructuredMemory
-from schemas.enums import Level, MemType, OpType, Ownership, Role
-from schemas.events import Conversation
-from schemas.limits import (
+from memstream.schemas.commands import StructuredMemory
+from memstream.schemas.enums import Level, MemType, OpType, Ownership, Role
+from memstream.schemas.events import Conversation
+from memstream.schemas.limits import (
     Content,
     CustomTags,
     IdText,
@@ -40,8 +40,8 @@ from schemas.limits import (
     not_blank,
     strict_store_time,
 )
-from schemas.payloads import MAX_SPLIT_IDS, EntityOp, entity_update_problem
-from schemas.tenants import TenantId
+from memstream.schemas.payloads import MAX_SPLIT_IDS, EntityOp, entity_update_problem
+from memstream.schemas.tenants import TenantId
 
 MAX_TOP_K = 100
 MAX_BACKFILL_BATCH = 10_000
@@ -90,7 +90,7 @@ def _aware(v: datetime) -> datetime:
     return v
 
 
-# as_of: with a timezone, then UTC inside the stores' range (schemas.limits.StoreTime)
+# as_of: with a timezone, then UTC inside the stores' range (memstream.schemas.limits.StoreTime)
 AsOf = Annotated[datetime, AfterValidator(_aware), AfterValidator(strict_store_time)]
 
 

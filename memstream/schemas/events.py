@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.enums import Evolution, Level, Ownership, Role
-from schemas.limits import (  # noqa: F401  (UINT64_MAX re-exported)
+from memstream.schemas.enums import Evolution, Level, Ownership, Role
+from memstream.schemas.limits import (  # noqa: F401  (UINT64_MAX re-exported)
     UINT64_MAX,
     Content,
     CustomTags,
@@ -19,7 +19,7 @@ from schemas.limits import (  # noqa: F401  (UINT64_MAX re-exported)
     Text,
     UserId,
 )
-from schemas.tenants import DEFAULT_TENANT, TenantId
+from memstream.schemas.tenants import DEFAULT_TENANT, TenantId
 
 
 class Frozen(BaseModel):
@@ -47,7 +47,7 @@ class Strategy(Frozen):
 
 class Conversation(Frozen):
     """The turns and where they belong: what a caller says in an ``add``
-    (``schemas.requests.AddRequest``) and the heart of the event it becomes."""
+    (``memstream.schemas.requests.AddRequest``) and the heart of the event it becomes."""
 
     user_id: UserId
     app_id: ScopeId | None = None

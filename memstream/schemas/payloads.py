@@ -26,8 +26,8 @@ from pydantic import (
     model_validator,
 )
 
-from schemas.enums import Level, MemType, OpSource, Ownership
-from schemas.limits import (
+from memstream.schemas.enums import Level, MemType, OpSource, Ownership
+from memstream.schemas.limits import (
     Content,
     CustomTags,
     IdText,

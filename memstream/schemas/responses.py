@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
-from schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
-from schemas.json_types import JsonObject
+from memstream.schemas.enums import Level, MemType, OpSource, OpType, Ownership, Status
+from memstream.schemas.json_types import JsonObject
 
 if TYPE_CHECKING:
-    from schemas.memory import ChangeRecord, MemoryRecord
+    from memstream.schemas.memory import ChangeRecord, MemoryRecord
 
 # An instant as Python's ``isoformat`` writes it (``+00:00``, not ``Z``): the form the
 # writer's and the lifecycle's answers always had.
