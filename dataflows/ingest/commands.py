@@ -13,6 +13,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from core import tracing
 from core.capacity import important_blocked
 from core.hashing import content_hash, stable_id
 from core.weights import initial_weight
@@ -54,7 +55,24 @@ def handler(op: str, payload: type[P]) -> Callable[[Handler[P]], Handler[P]]:
 
 
 def apply_command(writer: Writer, item: IncomingCommand, now: datetime | None = None) -> Applied:
-    now = now or datetime.now(UTC)
+    """Apply one command: its handler's batch and answer. Every op is one span,
+    ``ingest.command`` (its op, user, the answer's code, the memories written), under
+    the current one: the flow's ``ingest.write``, which continues the trace of the
+    record's ``traceparent`` (the API request's, or a lifecycle pass's), or a pass's
+    stage when applied in-process (docs/operations.md#traces)."""
+    cmd = item.command
+    op = cmd.op if cmd.op in HANDLERS else "unknown"  # a stray op's name is not echoed
+    with tracing.span("ingest.command", op=op, user_id=cmd.user_id) as sp:
+        applied = _apply(writer, item, now or datetime.now(UTC))
+        if sp is not None:
+            codes = [int(r.get("code", 0)) for _, r in applied.command_results]
+            sp.set_attributes(
+                {"code": codes[0] if codes else 0, "memories": len(applied.batch.memories)}
+            )
+        return applied
+
+
+def _apply(writer: Writer, item: IncomingCommand, now: datetime) -> Applied:
     cmd = item.command
     entry = HANDLERS.get(cmd.op)
     if entry is None:
