@@ -18,6 +18,7 @@ import time
 from datetime import UTC, datetime
 from typing import Protocol
 
+from core import tracing
 from memstream.schemas.commands import Command, result_key
 from memstream.schemas.errors import ErrorCode
 from memstream.schemas.events import TOPIC_COMMANDS
@@ -102,7 +103,34 @@ async def run_command(
     """The writer's answer (``data``) to ``op`` with ``payload``. ``tenant``: the caller's;
     the command, its sealed payload and its result key carry it. ``caller``: who owns
     ``request_id`` (its key, else the payload's ``app_id``); ``endpoint``: the route, when
-    it is not ``op``."""
+    it is not ``op``.
+
+    One span, ``memstream.<endpoint>`` (``user_id``, ``op``, ``command_id``, an error's
+    ``code``), holds the send and the wait; the command's record carries its W3C
+    ``traceparent``, so the writer's ``ingest.command`` continues the trace
+    (docs/operations.md#traces)."""
+    name = "memstream." + (endpoint or op).replace("/", ".")
+    with tracing.span(name, tracing.SERVER, user_id=user_id, op=op):
+        try:
+            return await _run_command(
+                svc, op, user_id, payload, request_id, timeout_s, tenant, caller, endpoint
+            )
+        except ApiError as exc:
+            tracing.annotate(code=int(exc.code))
+            raise
+
+
+async def _run_command(
+    svc: Services,
+    op: str,
+    user_id: int,
+    payload: CommandPayload,
+    request_id: str | None,
+    timeout_s: float | None,
+    tenant: str,
+    caller: Caller | None,
+    endpoint: str | None,
+) -> JsonObject:
     timeout_s = svc.settings.write_timeout_s if timeout_s is None else timeout_s
     deadline = time.monotonic() + timeout_s
     request_id = request_id or new_request_id()
@@ -112,6 +140,7 @@ async def run_command(
     who = caller_identity(caller.kid if caller else "", scoped_app)
     endpoint = endpoint or op
     command_id = scoped_id("c_", tenant, who, user_id, endpoint, request_id)
+    tracing.annotate(command_id=command_id)
     body = wire(payload)
     fp = fingerprint(endpoint, user_id, body)
     record = Idempotency(svc.stores.redis.client, tenant, command_id, fp)
@@ -133,7 +162,12 @@ async def run_command(
         if first is not None:  # answered before: the same answer, nothing sent
             result = first
         else:
-            bus.produce_json(bus.topic(TOPIC_COMMANDS), str(user_id), cmd.model_dump(mode="json"))
+            bus.produce_json(
+                bus.topic(TOPIC_COMMANDS),
+                str(user_id),
+                cmd.model_dump(mode="json"),
+                headers=tracing.headers(),  # the writer's span continues this trace
+            )
             result = await asyncio.to_thread(_wait, svc, cmd.result_id, deadline)
             if result is not None:
                 await asyncio.to_thread(record.remember, result)
