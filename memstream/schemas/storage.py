@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from memstream.schemas.ch_layout import Layout, Table
 
-SCHEMA_VERSION = 6  # 2: source_msg_ids; 3: store_meta; 4: data_keys; 5: tenant_id; 6: entities
+SCHEMA_VERSION = 7  # 2: source_msg_ids; 3: store_meta; 4: data_keys; 5: tenant_id; 6: entities
+# 7: user_registry
 
 MEMORY_COLUMNS: tuple[str, ...] = (
     "tenant_id", "memory_id", "user_id", "app_id", "session_id", "level", "ownership", "mem_type",
@@ -40,10 +41,15 @@ CHANGELOG_COLUMNS: tuple[str, ...] = (
 
 TENANT_COLUMN = "tenant_id LowCardinality(String) DEFAULT 'default'"
 SETTINGS_TABLE = "memory_settings"
-TENANT_TABLES = ("memories", "memory_changelog", "memory_settings", "data_keys", ENTITIES_TABLE)
+# The external-id registry (docs/architecture.md#external-user-ids): one row per resolved
+# external id, found by a keyed token of it, never the id itself.
+REGISTRY_TABLE = "user_registry"
+TENANT_TABLES = (
+    "memories", "memory_changelog", "memory_settings", "data_keys", ENTITIES_TABLE, REGISTRY_TABLE
+)  # fmt: skip
 TABLES = (*TENANT_TABLES, "store_meta", "schema_migrations")  # every table of the schema
 # What a tenant's SQL may read (core.sql_guard): its user tables, not data_keys (the wrapped
-# keys are the server's to use, not an analyst's to read).
+# keys are the server's to use, not an analyst's to read) nor the external-id registry.
 SQL_TABLES = ("memories", "memory_changelog", "memory_settings", ENTITIES_TABLE)
 _TS = "DateTime64(3, 'UTC')"
 # Per-user tables are sharded by the user (see memstream/schemas/ch_layout.py for why the hash).
@@ -259,6 +265,27 @@ def clickhouse_ddl(db: str, cluster: str = "") -> list[str]:
                 "ReplacingMergeTree",
                 "version",
                 "ORDER BY (tenant_id, user_id, key_id)\n"
+                "        SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1,\n"
+                "            cleanup_delay_period_random_add = 0, max_cleanup_delay_period = 1",
+                _BY_USER,
+            )
+        ),
+        # v6 → v7: external user id → user id (sinks/user_registry.py). ``lookup`` is
+        # a keyed token of the external id; a purge erases the user's rows with a
+        # mutation, and outdated parts leave the disk within about a second (as data_keys).
+        *lay.create(
+            Table(
+                REGISTRY_TABLE,
+                f"""
+            tenant_id LowCardinality(String),
+            lookup String,
+            user_id UInt64,
+            created_at {_TS},
+            version UInt64
+        """,
+                "ReplacingMergeTree",
+                "version",
+                "ORDER BY (tenant_id, lookup)\n"
                 "        SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1,\n"
                 "            cleanup_delay_period_random_add = 0, max_cleanup_delay_period = 1",
                 _BY_USER,

@@ -128,6 +128,19 @@ CREATE TABLE IF NOT EXISTS memstream.data_keys_local ON CLUSTER prod (
 
 CREATE TABLE IF NOT EXISTS memstream.data_keys ON CLUSTER prod AS memstream.data_keys_local ENGINE = Distributed(prod, memstream, data_keys_local, cityHash64(user_id));
 
+CREATE TABLE IF NOT EXISTS memstream.user_registry_local ON CLUSTER prod (
+            tenant_id LowCardinality(String),
+            lookup String,
+            user_id UInt64,
+            created_at DateTime64(3, 'UTC'),
+            version UInt64
+        ) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/memstream/user_registry', '{replica}', version)
+        ORDER BY (tenant_id, lookup)
+        SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1,
+            cleanup_delay_period_random_add = 0, max_cleanup_delay_period = 1;
+
+CREATE TABLE IF NOT EXISTS memstream.user_registry ON CLUSTER prod AS memstream.user_registry_local ENGINE = Distributed(prod, memstream, user_registry_local, cityHash64(user_id));
+
 CREATE TABLE IF NOT EXISTS memstream.schema_migrations_local ON CLUSTER prod (
             version UInt32,
             applied_at DateTime64(3, 'UTC')

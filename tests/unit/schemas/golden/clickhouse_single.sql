@@ -108,6 +108,17 @@ CREATE TABLE IF NOT EXISTS memstream.data_keys (
         SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1,
             cleanup_delay_period_random_add = 0, max_cleanup_delay_period = 1;
 
+CREATE TABLE IF NOT EXISTS memstream.user_registry (
+            tenant_id LowCardinality(String),
+            lookup String,
+            user_id UInt64,
+            created_at DateTime64(3, 'UTC'),
+            version UInt64
+        ) ENGINE = ReplacingMergeTree(version)
+        ORDER BY (tenant_id, lookup)
+        SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1,
+            cleanup_delay_period_random_add = 0, max_cleanup_delay_period = 1;
+
 CREATE TABLE IF NOT EXISTS memstream.schema_migrations (
             version UInt32,
             applied_at DateTime64(3, 'UTC')
