@@ -122,12 +122,14 @@ def run_direct(
     reconcile_grace_s: float | None = None,
 ) -> PassSummary:
     """Open the stores in this process and apply the pass with the handlers directly."""
+    from core import tracing
     from dataflows.lifecycle.reconcile import RECONCILE_GRACE_S
     from dataflows.lifecycle.scan import run_pass
     from dataflows.lifecycle.submit import DirectVia
     from dataflows.runtime import open_runtime
     from sinks.store_model import check_store_model
 
+    tracing.setup(settings, "memstream-lifecycle")  # the pass's trace, if otel_endpoint is set
     lazy = _LazyEmbedder(settings) if embedder is None else None
     # the lazy one only embeds (all a pass asks of it) and has no name/dim on purpose:
     # the store check is not run at the start, ``check`` runs once the model is built

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, cast
 
+from core import tracing
 from core.timeutil import require_aware
 from dataflows.lifecycle.commands import lifecycle_command
 from dataflows.lifecycle.highwater import consolidate_command, crowded_users
@@ -161,9 +162,34 @@ def run_pass(
     """
     started = time.monotonic()
     now = require_aware(now, "now")
+    # one trace per pass, a span per stage: counts and timings only (docs/operations.md#traces)
+    with tracing.span("lifecycle.pass", users_given=users is not None) as sp:
+        summary = _run(rt, now, via, users, chunk, reconcile_grace_s, page_size, pause_s, tenant)
+        summary["took_s"] = round(time.monotonic() - started, 3)
+        if sp is not None:
+            sp.set_attributes(_counts(summary))
+    log.info("lifecycle pass", extra={"fields": summary})
+    return summary
+
+
+def _run(
+    rt: Runtime,
+    now: datetime,
+    via: Via,
+    users: Iterable[int] | None,
+    chunk: int,
+    reconcile_grace_s: float,
+    page_size: int,
+    pause_s: float,
+    tenant: str | None,
+) -> PassSummary:
     wanted = None if users is None else sorted(set(users))
-    repaired = reconcile(rt, wanted, reconcile_grace_s, pause_s=pause_s, tenant=tenant)
-    plans = plan_pass(rt, now, wanted, page_size, pause_s, tenant)
+    with tracing.span("lifecycle.reconcile"):
+        repaired = reconcile(rt, wanted, reconcile_grace_s, pause_s=pause_s, tenant=tenant)
+        tracing.annotate(**repaired)
+    with tracing.span("lifecycle.plan"):  # decay, expiry and the purges: what is due
+        plans = plan_pass(rt, now, wanted, page_size, pause_s, tenant)
+        tracing.annotate(users=len(plans), due=sum(len(ops) for ops in plans.values()))
     pass_id = f"lifecycle@{now.isoformat()}"
     commands = [  # a user with a huge archive gets several commands, each a small message
         lifecycle_command(user, now, pass_id, [p.memory_id for p in ops[i : i + MAX_IDS]])
@@ -171,24 +197,32 @@ def run_pass(
         for i in range(0, len(ops), MAX_IDS)
     ]
     # after the user's archives (same key, so applied in order): merge crowded scopes
-    crowded = crowded_users(rt, wanted, tenant)
+    with tracing.span("lifecycle.crowded"):  # the users to consolidate
+        crowded = crowded_users(rt, wanted, tenant)
+        tracing.annotate(users=len(crowded))
     commands += [consolidate_command(u, now, pass_id) for u in crowded]
     done = {a.value: 0 for a in Action}
     purged: list[str] = []
     failed = merged = members = 0
-    for start in range(0, len(commands), chunk):
-        for result in via(commands[start : start + chunk]):
-            if result is None or result.get("code", 0) != 0:
-                failed += 1
-                continue
-            data = result.get("data") or {}
-            merged += len(_ids(data, "merged"))
-            members += _count(data, "members")
-            for action in Action:
-                done[action.value] += len(_ids(data, action.value))
-            purged += _ids(data, Action.PURGE_DELETED.value)
-            purged += _ids(data, Action.PURGE_ARCHIVED.value)
-    summary: PassSummary = {
+    # the commands carry this span's traceparent: the writer's spans join the pass's trace
+    with tracing.span("lifecycle.apply", commands=len(commands), chunk=chunk):
+        for start in range(0, len(commands), chunk):
+            for result in via(commands[start : start + chunk]):
+                if result is None or result.get("code", 0) != 0:
+                    failed += 1
+                    continue
+                data = result.get("data") or {}
+                merged += len(_ids(data, "merged"))
+                members += _count(data, "members")
+                for action in Action:
+                    done[action.value] += len(_ids(data, action.value))
+                purged += _ids(data, Action.PURGE_DELETED.value)
+                purged += _ids(data, Action.PURGE_ARCHIVED.value)
+        tracing.annotate(failed_commands=failed)
+    with tracing.span("lifecycle.sanitize", purged=len(purged)):  # the purged's change rows
+        sanitized = rt.memories.sanitized_changes(purged)
+        tracing.annotate(sanitized_changes=sanitized)
+    return {
         "now": now.isoformat(),
         "users": len(plans),
         "archived": done[Action.DECAYED.value],  # decayed below the threshold
@@ -196,15 +230,24 @@ def run_pass(
         "purged": len(purged),
         "purged_deleted": done[Action.PURGE_DELETED.value],
         "purged_archived": done[Action.PURGE_ARCHIVED.value],
-        "sanitized_changes": rt.memories.sanitized_changes(purged),
+        "sanitized_changes": sanitized,
         "consolidated": merged,  # merged memories made in scopes above the high-water mark
         "consolidated_members": members,  # memories they superseded
         "failed_commands": failed,
         "reconciled": repaired,
-        "took_s": round(time.monotonic() - started, 3),
+        "took_s": 0.0,  # set by run_pass
     }
-    log.info("lifecycle pass", extra={"fields": summary})
-    return summary
+
+
+def _counts(summary: PassSummary) -> dict[str, int | float]:
+    """A pass's summary as span attributes: its counts (``reconciled.*`` flattened)."""
+    out: dict[str, int | float] = {}
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            out.update({f"reconciled.{k}": v for k, v in value.items()})
+        elif isinstance(value, int | float):
+            out[key] = value
+    return out
 
 
 def _ids(data: Mapping[str, object], key: str) -> list[str]:

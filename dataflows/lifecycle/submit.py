@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import cast
 
+from core import tracing
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.items import CommandResult, IncomingCommand, Source
 from dataflows.ingest.sink import merge_applied
@@ -41,8 +42,9 @@ class KafkaVia:
     def __call__(self, commands: Sequence[Command]) -> list[Result]:
         bus = self.stores.kafka
         topic = bus.topic(TOPIC_COMMANDS)
+        traced = tracing.headers()  # the pass's trace goes on in the writer (core.tracing)
         for cmd in commands:
-            bus.produce_json(topic, str(cmd.user_id), cmd.model_dump(mode="json"))
+            bus.produce_json(topic, str(cmd.user_id), cmd.model_dump(mode="json"), traced)
         bus.flush(10)
         return self._wait([c.result_id for c in commands])
 
