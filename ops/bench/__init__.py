@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 
 EXTRA = ("matplotlib",)  # the report's PNG charts (ops.bench.charts); nothing else imports it
-INSTALL = "install memstream[bench]: pip install -e '.[bench]'"
+INSTALL = "install the [bench] extra: pip install 'memstream[bench]' (from a checkout: pip install -e ./server -e '.[bench]')"
 
 
 def missing() -> list[str]:

@@ -16,7 +16,7 @@ from ops import bench
 from ops.cli import main
 
 REPO = Path(__file__).resolve().parents[3]
-HINT = "install memstream[bench]: pip install -e '.[bench]'"
+HINT = "install the [bench] extra: pip install 'memstream[bench]'"
 
 
 @pytest.fixture
