@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from core import tracing
 from core.settings import Settings
+from tests.helpers.traces import exporter_provider, named, no_content, recording
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.integration
@@ -22,14 +21,8 @@ SECRET_WORDS = ("kayak", "Osprey", "garage", "boat")  # the add's content and th
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.install(provider)
-    try:
+    with recording() as exporter:
         yield exporter
-    finally:
-        tracing.install(None)
 
 
 def _add(api, user_id: int, headers: dict[str, str] | None = None) -> str:
@@ -47,37 +40,16 @@ def _add(api, user_id: int, headers: dict[str, str] | None = None) -> str:
     return task_id
 
 
-def _named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
-    return [s for s in exporter.get_finished_spans() if s.name == name]
-
-
-def _no_content(exporter: InMemorySpanExporter) -> None:
-    """Every attribute of every span (its links' and events' too) is an id, a count or a
-    timing: no word of the memory or the query."""
-    for s in exporter.get_finished_spans():
-        values: list[object] = [s.name, s.status.description or ""]
-        values += list((s.attributes or {}).values())
-        for link in s.links:
-            values += list((link.attributes or {}).values())
-        for event in s.events:
-            values += [event.name, *(event.attributes or {}).values()]
-        for v in values:
-            assert isinstance(v, str | int | float | bool), (s.name, v)
-            if isinstance(v, str):
-                assert len(v) <= 128, (s.name, v)
-                assert not any(w.lower() in v.lower() for w in SECRET_WORDS), (s.name, v)
-
-
 def test_an_add_is_one_trace_from_the_api_through_kafka_and_the_flow(
     api, ingest, user_id, spans
 ) -> None:
     task_id = _add(api, user_id)
-    (root,) = [s for s in _named(spans, "memstream.add") if s.attributes["task_id"] == task_id]
+    (root,) = [s for s in named(spans, "memstream.add") if s.attributes["task_id"] == task_id]
     trace_id = root.context.trace_id
     steps = ("ingest.parse", "ingest.extract", "ingest.embed", "ingest.write")
 
     def flow_spans():
-        got = {n: [s for s in _named(spans, n) if s.context.trace_id == trace_id] for n in steps}
+        got = {n: [s for s in named(spans, n) if s.context.trace_id == trace_id] for n in steps}
         return got if all(got.values()) else None
 
     found = wait_for(flow_spans, timeout=10, what="the flow's spans in the add's trace")
@@ -86,29 +58,29 @@ def test_an_add_is_one_trace_from_the_api_through_kafka_and_the_flow(
     assert root.attributes["user_id"] == user_id
 
     def sink_span():  # the write's own trace, linked to the add's
-        for s in _named(spans, "ingest.sink"):
+        for s in named(spans, "ingest.sink"):
             if any(link.context.trace_id == trace_id for link in s.links):
                 return s
         return None
 
     sink = wait_for(sink_span, timeout=10, what="a sink span linked to the add's trace")
     assert sink.context.trace_id != trace_id and sink.parent is None
-    _no_content(spans)
+    no_content(spans, SECRET_WORDS)
 
 
 def test_an_add_joins_the_trace_of_a_caller_that_sends_one(api, ingest, user_id, spans) -> None:
     trace_id, span_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
     _add(api, user_id, {"traceparent": f"00-{trace_id}-{span_id}-01"})
-    (root,) = _named(spans, "memstream.add")
+    (root,) = named(spans, "memstream.add")
     assert root.context.trace_id == int(trace_id, 16)
     assert root.parent is not None and root.parent.span_id == int(span_id, 16)
     wait_for(
-        lambda: any(s.context.trace_id == int(trace_id, 16) for s in _named(spans, "ingest.write")),
+        lambda: any(s.context.trace_id == int(trace_id, 16) for s in named(spans, "ingest.write")),
         timeout=10,
         what="the flow's spans in the caller's trace",
     )
     _add(api, user_id + 1, {"traceparent": "not a traceparent"})  # ignored: a trace of its own
-    (other,) = [s for s in _named(spans, "memstream.add") if s.attributes["user_id"] != user_id]
+    (other,) = [s for s in named(spans, "memstream.add") if s.attributes["user_id"] != user_id]
     assert other.parent is None and other.context.trace_id != int(trace_id, 16)
 
 
@@ -118,7 +90,7 @@ def test_a_recall_is_one_trace_with_its_stages(api, ingest, user_id, spans) -> N
     body = {"user_id": user_id, "query": "which boat do I own?"}
     resp = api.post("/memory/v1/recall", json=body)
     assert resp.json()["code"] == 0, resp.text
-    (root,) = _named(spans, "memstream.recall")
+    (root,) = named(spans, "memstream.recall")
     children = {
         s.name
         for s in spans.get_finished_spans()
@@ -127,13 +99,11 @@ def test_a_recall_is_one_trace_with_its_stages(api, ingest, user_id, spans) -> N
     assert {"recall.cache", "recall.search", "recall.rank"} <= children
     assert all(s.context.trace_id == root.context.trace_id for s in spans.get_finished_spans())
     assert root.attributes["hits"] >= 1
-    _no_content(spans)
+    no_content(spans, SECRET_WORDS)
 
 
 def test_without_an_endpoint_nothing_is_recorded(api, ingest, user_id) -> None:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    exporter, provider = exporter_provider()
     tracing.install(provider)
     tracing.install(None)  # as setup leaves it with no otel_endpoint
     assert tracing.setup(Settings(otel_endpoint=""), "memstream-test") is False
