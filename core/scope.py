@@ -38,7 +38,7 @@ from typing import Protocol
 
 from core.entity_keys import entity_key
 from core.timeutil import epoch_ms
-from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.enums import KEYED_TYPES, Level, MemType, Ownership, Status
 from memstream.schemas.json_types import JsonValue
 from memstream.schemas.limits import has_control_chars
 from memstream.schemas.tenants import DEFAULT_TENANT
@@ -259,6 +259,8 @@ class RecallPredicate:
             return False
         if self.mem_type and MemType(r.mem_type) not in self.mem_type:
             return False
+        if MemType(r.mem_type) in KEYED_TYPES:  # an item is read by key, never recalled
+            return False
         invalid = 0 if r.invalid_at is None else epoch_ms(r.invalid_at)
         if self.as_of_ms is None:
             if invalid != 0:
@@ -292,6 +294,7 @@ class RecallPredicate:
             parts.append(_in("ownership", (o.value for o in self.ownership)))
         if self.mem_type:
             parts.append(_in("mem_type", (m.value for m in self.mem_type)))
+        parts.extend(f"mem_type != {_q(t.value)}" for t in sorted(KEYED_TYPES))
         if self.as_of_ms is None:
             parts.append("invalid_at == 0")
         else:

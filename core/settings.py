@@ -234,6 +234,9 @@ class Settings(BaseSettings):
     # ``strategy.entity_types`` overrides it for that event.
     entity_types: list[str] | None = Field(None, max_length=32)
     capacity_total: int = Field(2000, ge=1)
+    # Key-value items per user and app scope (docs/architecture.md#key-value-items): their
+    # own limit, apart from the capacity above; a put of a new key past it answers 42901.
+    item_limit: int = Field(1000, ge=1)
     important_ratio: float = Field(0.2, ge=0, le=1)
     evict_target_ratio: float = Field(0.9, gt=0, le=1)
     # Consolidation before eviction (core.consolidation,

@@ -115,6 +115,10 @@ class UserIndex:
         # writer from the stores on first use and followed from then on; never searched
         self.derived: dict[str, MemoryRecord] | None = None
         self.derived_seen = 0  # versions of them mirrored so far (``note_derived``)
+        # the user's ACTIVE key-value items by id (docs/architecture.md#key-value-items),
+        # read by the writer from the stores on first use and followed from then on;
+        # never searched, counted or evicted here
+        self.items: dict[str, MemoryRecord] | None = None
 
     def __len__(self) -> int:
         return len(self.columns.ids)
@@ -253,6 +257,16 @@ class UserIndex:
         self.derived_seen += 1
         if self.derived is not None:
             self.derived[record.memory_id] = record
+
+    def note_item(self, record: MemoryRecord) -> None:
+        """A written version of one of the user's items (under ``lock``): followed when
+        they are held (an item that left ACTIVE is forgotten)."""
+        if self.items is None:
+            return
+        if record.status is Status.ACTIVE:
+            self.items[record.memory_id] = record
+        else:
+            self.items.pop(record.memory_id, None)
 
     def note_status(self, record: MemoryRecord) -> None:
         """Keep ``dormant`` in step with a record that left or (re)entered ARCHIVED."""

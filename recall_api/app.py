@@ -20,6 +20,7 @@ from recall_api.routes import (
     entities,
     entity_backfill,
     entity_update,
+    items,
     manage,
     privacy,
     recall,
@@ -108,5 +109,6 @@ def create_app(
         app.include_router(context_route.router)  # an agent's turn (docs/api.md#context)
         app.include_router(entity_update.router)  # rename, merge, split (docs/api.md#entityupdate)
         app.include_router(entity_backfill.router)  # admin: memstream entities backfill
+        app.include_router(items.router)  # key-value items (docs/api.md#key-value-items)
         app.include_router(console.router)  # the web console's page (no data) and whoami
     return app

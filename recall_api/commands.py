@@ -22,6 +22,7 @@ from core import tracing
 from memstream.schemas.commands import Command, result_key
 from memstream.schemas.errors import ErrorCode
 from memstream.schemas.events import TOPIC_COMMANDS
+from memstream.schemas.items import ItemPutPayload
 from memstream.schemas.json_types import JsonObject
 from memstream.schemas.payloads import (
     DeletePayload,
@@ -51,6 +52,7 @@ CommandPayload = (
     | SessionClosePayload
     | EntityUpdatePayload
     | EntitiesBackfillPayload
+    | ItemPutPayload
 )
 
 
@@ -135,7 +137,9 @@ async def _run_command(
     deadline = time.monotonic() + timeout_s
     request_id = request_id or new_request_id()
     scoped_app = (
-        payload.app_id if isinstance(payload, StructuredFields | SessionClosePayload) else None
+        payload.app_id
+        if isinstance(payload, StructuredFields | SessionClosePayload | ItemPutPayload)
+        else None
     )
     who = caller_identity(caller.kid if caller else "", scoped_app)
     endpoint = endpoint or op

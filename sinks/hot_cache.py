@@ -28,7 +28,7 @@ from core.lexical import indexed_text, term_counts
 from core.settings import Settings
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch
-from memstream.schemas.enums import DERIVED_TYPES, MemType, Status
+from memstream.schemas.enums import APART_TYPES, DERIVED_TYPES, KEYED_TYPES, MemType, Status
 from memstream.schemas.memory import MemoryRecord
 from memstream.schemas.tenants import UserKey
 from sinks.memory_store import MemoryStore
@@ -248,10 +248,14 @@ class HotCache:
             pages = _pager(self.settings)
             records = [r for r in records if r.status is Status.ACTIVE or pages(r)]
         derived: dict[int, dict[str, MemoryRecord]] = {u: {} for u in user_ids}
+        items: dict[int, dict[str, MemoryRecord]] = {u: {} for u in user_ids}
         for r in records:
             if r.mem_type in DERIVED_TYPES:
                 derived[r.user_id][r.memory_id] = r
-        records = [r for r in records if r.mem_type not in DERIVED_TYPES]
+            elif r.mem_type in KEYED_TYPES and r.status is Status.ACTIVE:
+                items[r.user_id][r.memory_id] = r
+        # neither a profile nor an item is searched, counted or evicted here
+        records = [r for r in records if r.mem_type not in APART_TYPES]
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
         dormant = self.store.archived_hashes(user_ids, tenant=tenant)
         by_user: dict[int, list] = {u: [] for u in user_ids}
@@ -263,6 +267,7 @@ class HotCache:
             idx = UserIndex(user_id, self.dim, capacity=max(64, len(recs)), tenant=tenant)
             idx.dormant = dormant.get(user_id, {})
             idx.derived = derived[user_id]
+            idx.items = items[user_id]
             for r in recs:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair
@@ -396,6 +401,9 @@ class HotCache:
             with idx.lock:
                 if m.mem_type in DERIVED_TYPES:  # a profile: followed, never searched
                     idx.note_derived(m)
+                    continue
+                if m.mem_type in KEYED_TYPES:  # an item: followed, never searched
+                    idx.note_item(m)
                     continue
                 idx.note_status(m)
                 vec = batch.vectors.get(m.memory_id)

@@ -30,11 +30,12 @@ _SCAN_COLUMNS = select_list((
     "tenant_id", "memory_id", "user_id", "status", "weight", "weight_at", "is_important",
     "ownership", "custom_tags", "expire_at", "archived_at", "deleted_at", "updated_at",
 ))  # fmt: skip
-# An ACTIVE profile (mem_type PROFILE, derived: docs/architecture.md#the-profile) never
-# decays, expires or counts; its retired versions are purged as every memory's are.
-_OWN = "mem_type != 'PROFILE'"
+# An ACTIVE profile (mem_type PROFILE, derived: docs/architecture.md#the-profile) or item
+# (ITEM, docs/architecture.md#key-value-items) never decays, expires or counts; its retired
+# versions are purged as every memory's are.
+_OWN = "mem_type NOT IN ('PROFILE', 'ITEM')"
 _DUE = """(
-    (status = 'ACTIVE' AND mem_type != 'PROFILE' AND (
+    (status = 'ACTIVE' AND mem_type NOT IN ('PROFILE', 'ITEM') AND (
         (expire_at IS NOT NULL AND expire_at <= {now:DateTime64(3, 'UTC')})
         OR weight * exp(-{lam:Float64} * if(is_important, {a_imp:Float64}, {a_norm:Float64})
             * greatest(dateDiff('millisecond', weight_at, {now:DateTime64(3, 'UTC')}), 0)

@@ -38,7 +38,7 @@ from core.hashing import content_hash
 from core.logs import describe_error
 from core.retry import retrying
 from core.write_batch import WriteBatch
-from memstream.schemas.enums import DERIVED_TYPES, Level, MemType, Ownership, Status
+from memstream.schemas.enums import APART_TYPES, DERIVED_TYPES, Level, MemType, Ownership, Status
 from memstream.schemas.events import TOPIC_CHANGES, TOPIC_COMMANDS
 from memstream.schemas.json_types import JsonObject
 from memstream.schemas.limits import clip_tags
@@ -420,8 +420,8 @@ class MemoryStore(LifecycleQueries):
         of the ARCHIVED ones only those whose stored weight is above it (the paged-out
         candidates, ``core.capacity.paged_out``). ``mem_types``: those kinds only; None:
         the user's own memories, without the derived ones (the profiles,
-        docs/architecture.md#the-profile), unless ``memory_ids`` names them (``ALL_TYPES``:
-        every kind)."""
+        docs/architecture.md#the-profile) and the keyed ones (the items,
+        docs/architecture.md#key-value-items), unless ``memory_ids`` names them."""
         params: dict[str, object] = {}
         given = Given(params)
         given.add("status IN {st:Array(String)}", statuses, strs)
@@ -429,7 +429,7 @@ class MemoryStore(LifecycleQueries):
         if mem_types is not None:
             given.add("mem_type IN {mt:Array(String)}", mem_types, strs)
         elif memory_ids is None:
-            given.add("mem_type NOT IN {dt:Array(String)}", DERIVED_TYPES, strs)
+            given.add("mem_type NOT IN {dt:Array(String)}", APART_TYPES, strs)
         given.add("(status != 'ARCHIVED' OR weight > {wa:Float64})", archived_above, float)
         # On a cluster this reads the Distributed table: each shard applies FINAL to its
         # own parts, which is correct because every version of a memory (and whatever

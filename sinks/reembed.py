@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from core.kv_items import record_text
 from core.seams import EmbedderLike
 from memstream.schemas.enums import Status
 from memstream.schemas.memory import MemoryRecord
@@ -116,7 +117,7 @@ def run_reembed(
     while page := _page(memories, cp.after, batch_size):
         kept = [m for m in page if not _purged(m)]
         if kept:
-            vectors = embedder.embed([m.content for m in kept])
+            vectors = embedder.embed([record_text(m) for m in kept])
             mv.upsert(
                 [milvus_row(m, vectors[i], memories.blind_tags(m)) for i, m in enumerate(kept)]
             )

@@ -23,7 +23,7 @@ from memstream.schemas.json_types import JsonObject
 from sinks.keyring import DEFAULT_TENANT, KeyRing
 
 SEALED_VERSION = 2
-SEALED_COMMAND_OPS = frozenset({"add_structured", "update", "entity_update"})
+SEALED_COMMAND_OPS = frozenset({"add_structured", "update", "entity_update", "item_put"})
 
 
 def seal_event(keys: KeyRing, event: dict[str, Any], tenant: str = DEFAULT_TENANT) -> dict:

@@ -67,7 +67,7 @@ from core.lexical import indexed_text, term_counts
 from core.user_index import UserIndex
 from core.vector_rows import quantize, row_bytes, row_from_bytes
 from core.write_batch import WriteBatch
-from memstream.schemas.enums import DERIVED_TYPES, Status
+from memstream.schemas.enums import APART_TYPES, Status
 from memstream.schemas.memory import MemoryRecord
 from memstream.schemas.tenants import UserKey, scoped
 from sinks.crypto import DataKey, DecryptionError
@@ -306,8 +306,8 @@ class UserSnapshots:
         for m in batch.memories:
             key = UserKey(m.tenant_id, m.user_id)
             owner[m.memory_id] = key
-            if m.mem_type in DERIVED_TYPES:
-                # a profile is never held here (a load from a snapshot reads it from the
+            if m.mem_type in APART_TYPES:
+                # a profile (or an item) is never held here (a load from a snapshot reads it from the
                 # store): patching it in as a meta change without a row dropped the whole
                 # snapshot at every batch, the profile being planned again in each
                 continue

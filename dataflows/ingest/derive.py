@@ -33,6 +33,7 @@ from core.derived import (
     scopes,
     summarized,
 )
+from core.kv_items import is_item_id
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch
 from dataflows.ingest.commands import handler
@@ -41,7 +42,15 @@ from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer
 from dataflows.runtime import Runtime
 from memstream.schemas.commands import Command
-from memstream.schemas.enums import DERIVED_TYPES, MemType, OpSource, OpType, Status
+from memstream.schemas.enums import (
+    APART_TYPES,
+    DERIVED_TYPES,
+    KEYED_TYPES,
+    MemType,
+    OpSource,
+    OpType,
+    Status,
+)
 from memstream.schemas.memory import MemoryRecord
 from memstream.schemas.payloads import ProfileSummaryPayload
 from memstream.schemas.tenants import UserKey
@@ -57,12 +66,12 @@ def derive(rt: Runtime, batch: WriteBatch, now: datetime) -> None:
     Each user's versions are caused by the first input of theirs the batch holds."""
     users: dict[UserKey, str] = {}
     for c in batch.changes:
-        if c.op_type not in QUIET and not is_profile_id(c.memory_id):
+        if c.op_type not in QUIET and not _apart(c.memory_id):
             users.setdefault(UserKey(c.tenant_id, c.user_id), c.task_id)
     gone = [
         (UserKey(c.tenant_id, c.user_id), c.memory_id)
         for c in batch.changes
-        if c.op_type is OpType.DELETE and c.op_source in BLANKING and not is_profile_id(c.memory_id)
+        if c.op_type is OpType.DELETE and c.op_source in BLANKING and not _apart(c.memory_id)
     ]
     for user, cause in users.items():
         idx = rt.cache.peek(user.user_id, tenant=user.tenant)
@@ -94,11 +103,13 @@ def _derive(
             user.user_id, statuses=[Status.ACTIVE], mem_types=list(MemType), tenant=user.tenant
         )
         held = {r.memory_id: r for r in rows if is_derived(r)}
-        base = {r.memory_id: r for r in rows if not is_derived(r)}
+        base = {r.memory_id: r for r in rows if r.mem_type not in APART_TYPES}
     mine = [m for m in batch.memories if UserKey(m.tenant_id, m.user_id) == user]
     for rec in mine:
         if is_derived(rec):  # the batch's own versions of them (a purge's)
             held[rec.memory_id] = rec
+        elif rec.mem_type in KEYED_TYPES:  # an item never feeds a profile
+            continue
         elif rec.status is Status.ACTIVE and rec.invalid_at is None:
             base[rec.memory_id] = rec
         else:
@@ -122,6 +133,11 @@ def _derive(
             batch.followups.append(
                 Command.new(PROFILE_SUMMARY_OP, "ps", user.user_id, payload, user.tenant)
             )
+
+
+def _apart(memory_id: str) -> bool:
+    """A profile's or an item's change: neither feeds a profile."""
+    return is_profile_id(memory_id) or is_item_id(memory_id)
 
 
 def _held(rt: Runtime, idx: UserIndex, user: UserKey) -> dict[str, MemoryRecord]:

@@ -29,7 +29,9 @@ from dataflows.breaker import Breaker
 from dataflows.ingest import derive as _derive  # noqa: F401  (registers profile_summary)
 from dataflows.ingest import (
     entity_commands,  # noqa: F401  (entity_update, entities_backfill)
+    item_commands,  # noqa: F401  (item_put)
     management,  # noqa: F401  (registers the management commands)
+    registry,  # noqa: F401  (resolve_user: the external-id registry)
 )
 from dataflows.ingest.commands import apply_command
 from dataflows.ingest.embed import embed_all, prepare

@@ -23,7 +23,7 @@ from dataflows.ingest.items import Applied, CommandResult
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer, counters_of
 from memstream.schemas.commands import Command
-from memstream.schemas.enums import Level, MemType, OpSource, Status
+from memstream.schemas.enums import DERIVED_TYPES, KEYED_TYPES, Level, MemType, OpSource, Status
 from memstream.schemas.errors import ErrorCode
 from memstream.schemas.json_types import JsonObject
 from memstream.schemas.memory import MemoryRecord
@@ -32,12 +32,15 @@ from memstream.schemas.tenants import UserKey, id_parts
 from sinks.tasks import TaskResult
 
 LIVE = (Status.ACTIVE, Status.ARCHIVED)
+OWN_TYPES = [t for t in MemType if t not in DERIVED_TYPES]  # the memories and the items
 
 
 def _lookup(writer: Writer, cmd: Command, ids: list[str]) -> dict[str, MemoryRecord]:
     """The user's current records for ``ids``: hot index first, ClickHouse for the rest."""
     idx = writer.rt.cache.get(cmd.user_id, tenant=cmd.tenant_id)
     found = {i: idx.records[i] for i in ids if i in idx.records}
+    if idx.items is not None:  # an item put in this batch may not be stored yet
+        found.update({i: idx.items[i] for i in ids if i in idx.items})
     rest = [i for i in ids if i not in found]
     if rest:
         rows = writer.rt.memories.load(cmd.user_id, memory_ids=rest, tenant=cmd.tenant_id)
@@ -69,6 +72,9 @@ def update(writer: Writer, cmd: Command, p: UpdatePayload, now: datetime) -> App
             return answer(cmd, WriteBatch(), missing)
         if is_derived(old):
             return answer(cmd, WriteBatch(), _derived_refusal(old))
+        if old.mem_type in KEYED_TYPES:
+            by_key = f"memory '{old.memory_id}' is a key-value item: use items/put to change it"
+            return answer(cmd, WriteBatch(), error(ErrorCode.BAD_PARAMETER, by_key))
         important = old.is_important if p.is_important is None else p.is_important
         changes: _Changes = {"updated_at": now}
         text = (p.content or "").strip()
@@ -123,8 +129,8 @@ def _select(writer: Writer, cmd: Command, p: DeletePayload) -> list[MemoryRecord
         found = _lookup(writer, cmd, list(p.memory_ids))
         rows = [r for r in found.values() if r.status in (*LIVE, Status.SUPERSEDED)]
         return _allowed(rows, p.access)
-    rows = writer.rt.memories.load(
-        cmd.user_id, statuses=[*LIVE, Status.SUPERSEDED], tenant=cmd.tenant_id
+    rows = writer.rt.memories.load(  # the user's items too (a purge's, an app's scope)
+        cmd.user_id, statuses=[*LIVE, Status.SUPERSEDED], tenant=cmd.tenant_id, mem_types=OWN_TYPES
     )
     # scope and access; the same rule fences the scope's turns still on their way
     # (dataflows.ingest.fence)

@@ -28,7 +28,7 @@ from core.capacity import Counters, delta_for
 from core.hashing import change_id_for
 from core.user_index import UserIndex
 from core.write_batch import WriteBatch, change
-from memstream.schemas.enums import OpSource, OpType, Status
+from memstream.schemas.enums import APART_TYPES, KEYED_TYPES, OpSource, OpType, Status
 from memstream.schemas.memory import MemoryRecord
 from memstream.schemas.tenants import UserKey
 from sinks.tasks import TaskResult
@@ -134,6 +134,8 @@ class Recorder:
                 self.idx.page_out(rec)
             else:
                 self.idx.remove(old.memory_id)
+            if rec.mem_type in KEYED_TYPES:  # a deleted item: no longer held
+                self.idx.note_item(rec)
         self._count(old, -1)
 
     def move(
@@ -224,6 +226,23 @@ class Recorder:
         label = f"DERIVE_{op}_{rec.content_hash}"
         self.note(rec, op, reason, before=before, after=rec.content, label=label)
 
+    def put_item(
+        self, old: MemoryRecord | None, rec: MemoryRecord, vector: np.ndarray | None, reason: str
+    ) -> None:
+        """A key-value item's new version (docs/architecture.md#key-value-items): written
+        with its vector and its change row (ADD, UPDATE, or DELETE when it leaves
+        ACTIVE), followed in the index's ``items``; never searched or counted there."""
+        self._put(rec, vector)
+        was = old is not None and old.status is Status.ACTIVE
+        if rec.status is not Status.ACTIVE:
+            op, before, after = OpType.DELETE, old.content if old is not None else "", ""
+        else:
+            op = OpType.UPDATE if was else OpType.ADD
+            before, after = (old.content if old is not None and was else ""), rec.content
+        self.note(rec, op, reason, before=before, after=after, source=OpSource.USER)
+        if self.idx is not None:
+            self.idx.note_item(rec)
+
     def note(
         self,
         anchor: MemoryRecord,
@@ -281,7 +300,7 @@ class Recorder:
             return
         delta: dict[str, int] = {}
         for r, n in ((rec, sign), (then, +1)):
-            if r is not None and r.status is Status.ACTIVE:
+            if r is not None and r.status is Status.ACTIVE and r.mem_type not in APART_TYPES:
                 for key, d in delta_for(r.level, r.app_id, r.is_important, n).items():
                     delta[key] = delta.get(key, 0) + d
         self.counters.apply(delta)

@@ -32,6 +32,7 @@ from typing import Any, cast
 
 import redis
 
+from core.kv_items import record_text
 from dataflows.runtime import Runtime
 from memstream.schemas.enums import Status
 from memstream.schemas.memory import MemoryRecord
@@ -187,7 +188,7 @@ def _repair(
     full = []
     for start in range(0, len(missing), _EMBED_CHUNK):
         part = missing[start : start + _EMBED_CHUNK]
-        vectors = rt.embedder.embed([r.content for r in part])
+        vectors = rt.embedder.embed([record_text(r) for r in part])
         full += [
             milvus_row(r, v, rt.memories.blind_tags(r)) for r, v in zip(part, vectors, strict=True)
         ]

@@ -24,9 +24,17 @@ class MemType(StrEnum):
     # user's memories (docs/architecture.md#the-profile). Never written by a caller or an
     # extraction; not recalled; exempt from capacity, decay, consolidation and eviction.
     PROFILE = "PROFILE"
+    # Keyed: an agent's key-value item (docs/architecture.md#key-value-items), written and
+    # replaced by key through items/put. Not recalled; exempt from dedup, capacity, decay,
+    # consolidation and eviction; never feeds the profile or the entities.
+    ITEM = "ITEM"
 
 
 DERIVED_TYPES = frozenset({MemType.PROFILE})
+KEYED_TYPES = frozenset({MemType.ITEM})
+# The kinds that are not the user's ordinary memories: never in the hot index, recall,
+# the capacity counters or a lifecycle pass.
+APART_TYPES = DERIVED_TYPES | KEYED_TYPES
 
 
 class Status(StrEnum):

@@ -19,7 +19,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from memstream.schemas.enums import DERIVED_TYPES, MemType
+from memstream.schemas.enums import DERIVED_TYPES, KEYED_TYPES, MemType
 from memstream.schemas.json_types import JsonObject, JsonValue
 
 UINT64_MAX = 2**64 - 1
@@ -292,8 +292,13 @@ def _written_type(value: MemType) -> MemType:
             f"mem_type {value} is derived: memstream writes it from the user's memories "
             "(docs/architecture.md#the-profile)"
         )
+    if value in KEYED_TYPES:
+        raise ValueError(
+            f"mem_type {value} is written by key: use items/put "
+            "(docs/architecture.md#key-value-items)"
+        )
     return value
 
 
-# A mem_type a caller or an extractor may write: every one but the derived kinds.
+# A mem_type a caller or an extractor may write: every one but the derived and keyed kinds.
 WrittenType = Annotated[MemType, AfterValidator(_written_type)]

@@ -480,3 +480,45 @@ class SqlResult(_Data):
 
     columns: list[str]
     rows: list[list[Any]]
+
+
+# --- key-value items (docs/api.md#key-value-items) ---------------------------------------
+
+
+class ItemPut(_Data):
+    """``items/put``: the item's memory id and what the put did (``none``: the same value
+    again, or a delete of an absent key)."""
+
+    memory_id: str
+    op: Literal["put", "delete", "none"]
+
+
+class Item(_Data):
+    """One key-value item: its value exactly as put; ``score`` the relevance to a
+    search's query (null without one, or for an item not embedded)."""
+
+    namespace: list[str]
+    key: str
+    value: JsonObject
+    created_at: datetime
+    updated_at: datetime
+    memory_id: str
+    score: float | None = None
+
+
+class ItemFound(_Data):
+    """``items/get``."""
+
+    item: Item
+
+
+class ItemPage(_Data):
+    """``items/search``: most relevant first with a query, else most recently updated."""
+
+    items: list[Item]
+
+
+class ItemNamespaces(_Data):
+    """``items/namespaces``: distinct, sorted."""
+
+    namespaces: list[list[str]]

@@ -142,4 +142,6 @@ def visible(rec: Rec, req: ScopeRequest, sw: Switches) -> bool:
         return False
     if req.mem_type and rec.mem_type not in req.mem_type:
         return False
+    if rec.mem_type == MemType.ITEM:  # a key-value item is read by key, never recalled
+        return False
     return all(tag_ok(rec.custom_tags, f) for f in req.custom_tags)

@@ -46,7 +46,7 @@ def test_switched_off_app_still_recalls_global():
     assert p.matches(rec(Level.GLOBAL, app=None))
     assert not p.matches(rec(Level.APP, app="a"))
     assert p.milvus_expr() == (
-        'user_id == "1" and tenant_id == "default" and level == "GLOBAL" and status == "ACTIVE" and invalid_at == 0'
+        'user_id == "1" and tenant_id == "default" and level == "GLOBAL" and status == "ACTIVE" and mem_type != "ITEM" and invalid_at == 0'
     )
 
 
@@ -75,7 +75,7 @@ def test_full_expression_encoding():
         'user_id == "18446744073709551615" and tenant_id == "default" and (level == "GLOBAL" or (level == "APP" and '
         'app_id == "a") or (level == "SESSION" and app_id == "a" and session_id == "s1")) '
         'and status in ["ACTIVE", "ARCHIVED", "SUPERSEDED"] and ownership == "USER" '
-        'and mem_type in ["EPISODIC", "SEMANTIC"] '
+        'and mem_type in ["EPISODIC", "SEMANTIC"] and mem_type != "ITEM" '
         f"and valid_at <= {ms} and (invalid_at == 0 or invalid_at > {ms}) "
         'and tags["k"] == "v" and (tags["persona"] == "true" or tags["persona"] == true) '
         'and exists tags["z"]'
