@@ -28,6 +28,7 @@ from recall_api.routes import (
 )
 from recall_api.routes import context as context_route
 from recall_api.routes import profile as profile_route
+from recall_api.routes import users as users_route
 from recall_api.state import ApiState, LifecycleRunner, install
 from recall_api.text_rule import text_rule
 from sinks.services import Services
@@ -110,5 +111,6 @@ def create_app(
         app.include_router(entity_update.router)  # rename, merge, split (docs/api.md#entityupdate)
         app.include_router(entity_backfill.router)  # admin: memstream entities backfill
         app.include_router(items.router)  # key-value items (docs/api.md#key-value-items)
+        app.include_router(users_route.router)  # external user ids (docs/api.md#usersresolve)
         app.include_router(console.router)  # the web console's page (no data) and whoami
     return app

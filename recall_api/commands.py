@@ -32,6 +32,7 @@ from memstream.schemas.payloads import (
     StructuredFields,
     UpdatePayload,
 )
+from memstream.schemas.users import ResolvePayload
 from recall_api.access import Caller
 from recall_api.errors import ApiError, is_outage, unavailable
 from recall_api.idempotency import (
@@ -52,6 +53,7 @@ CommandPayload = (
     | SessionClosePayload
     | EntityUpdatePayload
     | EntitiesBackfillPayload
+    | ResolvePayload
     | ItemPutPayload
 )
 

@@ -152,6 +152,20 @@ class KeyRing:
             raise KeyDestroyed(f"data key {key_id} of user {user_id} is destroyed (purged)")
         return found
 
+    def fixed(self, user_id: int, tenant: str, key_id: str, material: bytes) -> DataKey:
+        """The key ``key_id`` of (tenant, user), stored with ``material`` the first time.
+        Processes that derive the same material store the same row (two racing writes of
+        it collapse into one), so they agree on the key before either reads the other's;
+        once stored, the stored material wins (a master rotation re-wraps it, never
+        changes it). For server keys that are no user's (sinks/user_registry.py)."""
+        found = self._entry(user_id, tenant).keys.get(key_id)
+        if found is None:
+            self._insert([self._row(tenant, user_id, key_id, material, datetime.now(UTC))])
+            found = self._entry(user_id, tenant, refresh=True).keys.get(key_id)
+        if found is None:  # the insert does not land: refuse rather than use an unstored key
+            raise DecryptionError(f"could not store the data key {key_id}")
+        return found
+
     def prefetch(
         self, user_ids: Iterable[int], tenant: str = DEFAULT_TENANT, create: bool = False
     ) -> None:

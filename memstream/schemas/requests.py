@@ -42,6 +42,7 @@ from memstream.schemas.limits import (
 )
 from memstream.schemas.payloads import MAX_SPLIT_IDS, EntityOp, entity_update_problem
 from memstream.schemas.tenants import TenantId
+from memstream.schemas.users import ByUser
 
 MAX_TOP_K = 100
 MAX_BACKFILL_BATCH = 10_000
@@ -334,8 +335,9 @@ class UserListRequest(_Body):
     page_size: StrictInt = Field(default=100, ge=1, le=1000)
 
 
-class PurgeRequest(_Body):
-    user_id: UserId
+class PurgeRequest(ByUser):
+    """``user_id`` or ``external_id`` (memstream.schemas.users), exactly one."""
+
     scope: Scope | None = None
     request_id: RequestId | None = None
 
@@ -346,8 +348,8 @@ class SwitchRequest(_Body):
     enabled: StrictBool
 
 
-class ExportRequest(_Body):
-    user_id: UserId
+class ExportRequest(ByUser):
+    """``user_id`` or ``external_id`` (memstream.schemas.users), exactly one."""
 
 
 # --- admin (loopback) ------------------------------------------------------------------

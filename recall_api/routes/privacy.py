@@ -22,8 +22,8 @@ from memstream.schemas.responses import (
     Switched,
     UserMemories,
 )
-from recall_api import export
-from recall_api.commands import send
+from recall_api import export, users
+from recall_api.commands import run_command
 from recall_api.deps import CallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 
@@ -84,8 +84,11 @@ def user_list(body: UserListRequest, svc: ServicesDep, caller: CallerDep) -> Res
 async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """Everything of the user (or of a scope) leaves recall at once; durable soft delete;
     the lifecycle removes it physically after the retention (the answer says when).
-    Admin keys only (an app key deletes its own memories with batch_delete)."""
+    Admin keys only (an app key deletes its own memories with batch_delete). The user is
+    named by ``user_id`` or ``external_id``; a whole purge also erases the user's external
+    ids (docs/architecture.md#external-user-ids)."""
     caller.require_admin("purge")
+    user_id = await users.user_of(svc, caller, body)
     scope = DeleteScopeSpec.model_validate(
         body.scope.model_dump(exclude_none=True) if body.scope else {}
     )
@@ -96,10 +99,21 @@ async def purge(body: PurgeRequest, svc: ServicesDep, caller: CallerDep) -> Resp
         # (stores, topics, snapshots, exports, backups) unreadable at once; the writer
         # destroys it again in its order (``shred``), so nothing written meanwhile
         # survives either. A scoped purge keeps the key (the user's other memories).
-        await asyncio.to_thread(svc.memories.cipher.destroy, body.user_id, caller.tenant)
-        shredded = export.delete_user_exports(svc, body.user_id, caller.tenant)
+        await asyncio.to_thread(svc.memories.cipher.destroy, user_id, caller.tenant)
+        shredded = export.delete_user_exports(svc, user_id, caller.tenant)
         payload = payload.model_copy(update={"shred": True})
-    data = await send(svc, caller, "delete", body, payload, endpoint="purge")
+    data = await run_command(
+        svc,
+        "delete",
+        user_id,
+        payload,
+        body.request_id,
+        tenant=caller.tenant,
+        caller=caller,
+        endpoint="purge",
+    )
+    if body.scope is None:  # after the purge, so that a retry by external_id finds the user
+        await asyncio.to_thread(users.forget, svc, caller.tenant, user_id)
     due = datetime.now(UTC) + timedelta(days=svc.settings.deleted_retention_days)
     extra: dict[str, object] = {
         "physical_removal_due": due,
@@ -122,9 +136,11 @@ def switch(body: SwitchRequest, svc: ServicesDep, caller: CallerDep) -> Response
 
 
 @router.post("/export", response_model=Envelope[ExportStarted])
-def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> Response:
+async def start_export(body: ExportRequest, svc: ServicesDep, caller: CallerDep) -> Response:
+    """The user named by ``user_id`` or ``external_id``; admin keys only."""
     caller.require_admin("export")
-    export_id = export.start_export(svc, body.user_id, caller.tenant)
+    user_id = await users.user_of(svc, caller, body)
+    export_id = await asyncio.to_thread(export.start_export, svc, user_id, caller.tenant)
     return ok(ExportStarted(export_id=export_id, status="running"))
 
 
