@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core import tracing
 from core.settings import Settings
 from dataflows.runtime import Runtime, open_runtime
 from ops import stack
@@ -49,8 +50,14 @@ def bench_stack(base: Settings, keep: bool = False, **overrides: Any) -> Iterato
                 **overrides,
             }
         )
-        with open_runtime(settings, topics=True, follow=False) as rt:  # closed before the stack
-            yield BenchStack(settings, rt.stores, rt, data_dir)
+        # traces on when otel_endpoint is set, as in the node: the bench then measures their cost
+        traced = tracing.setup(settings, "memstream-bench")
+        try:
+            with open_runtime(settings, topics=True, follow=False) as rt:  # closed before the stack
+                yield BenchStack(settings, rt.stores, rt, data_dir)
+        finally:
+            if traced:
+                tracing.install(None)  # flushes what the bench traced
     finally:
         stack.stop(data_dir)
         if not keep:
