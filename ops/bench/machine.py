@@ -42,15 +42,20 @@ def _ram_mb() -> int | None:
 
 
 def _declared() -> list[str]:
-    """The checkout's own ``pyproject.toml`` dependencies and its ``bench`` extra's (the
-    installed metadata may predate them), else the installed package's."""
+    """The checkout's own dependencies: the client's (``pyproject.toml``), the service's
+    (``server/pyproject.toml``) and the ``bench`` extra's (the installed metadata may
+    predate them), else the installed packages'."""
     try:
-        project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-        return project["dependencies"] + project.get("optional-dependencies", {}).get("bench", [])
+        client = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+        server = tomllib.loads((REPO / "server" / "pyproject.toml").read_text())["project"]
+        bench = client.get("optional-dependencies", {}).get("bench", [])
+        return client["dependencies"] + server["dependencies"] + bench
     except (OSError, KeyError, tomllib.TOMLDecodeError):
         pass
     try:
-        return metadata.requires("memstream") or []
+        return (metadata.requires("memstream") or []) + (
+            metadata.requires("memstream-server") or []
+        )
     except metadata.PackageNotFoundError:
         return []
 
@@ -65,7 +70,7 @@ def package_versions() -> dict[str, str]:
         if "extra ==" not in r or re.search(r"extra == ['\"]bench['\"]", r)
     }
     out = {}
-    for name in sorted(names | {"memstream"}, key=str.lower):
+    for name in sorted(names | {"memstream", "memstream-server"}, key=str.lower):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
