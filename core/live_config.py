@@ -63,6 +63,7 @@ LIVE_SETTINGS = frozenset(
         "capacity_total",
         "entity_types",
         "important_ratio",
+        "item_limit",
         "evict_target_ratio",
         "consolidation_enabled",
         "consolidation_high_water_ratio",

@@ -38,6 +38,7 @@ APP_OVERRIDABLE = frozenset(
         "capacity_total",
         "entity_types",
         "important_ratio",
+        "item_limit",
         "min_relevance",
         "rank_relevance_weight",
         "session_gap_s",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from memstream._transport import V1, Call, Runner
+from memstream._transport import V1, Call, Runner, body_of, to_json
 from memstream.errors import error_for
 from memstream.schemas.enums import Level, MemType, OpType, Ownership, Role
 from memstream.schemas.json_types import JsonObject
@@ -18,6 +18,9 @@ from memstream.schemas.responses import (
     EntityDetail,
     ExportStatus,
     History,
+    Item,
+    ItemNamespaces,
+    ItemPage,
     Profile,
     RecallResult,
     TaskStatus,
@@ -242,6 +245,81 @@ class Reads(Runner):
             query=query,
             max_chars=max_chars,
             count_hit=count_hit,
+        )
+
+    def get_item(
+        self,
+        user_id: int,
+        namespace: Sequence[str],
+        key: str,
+        *,
+        app_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Item | None:
+        """The key-value item at ``key`` in ``namespace`` of the scope; None when absent."""
+        body = body_of(
+            user_id=user_id,
+            app_id=app_id,
+            session_id=session_id,
+            namespace=list(namespace),
+            key=key,
+        )
+        call = Call("POST", f"{V1}/items/get", body, Item, part="item", none_if_missing=True)
+        return self._run(call)
+
+    def search_items(
+        self,
+        user_id: int,
+        namespace_prefix: Sequence[str] = (),
+        *,
+        app_id: str | None = None,
+        session_id: str | None = None,
+        query: str | None = None,
+        filter: Mapping[str, object] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> ItemPage:
+        """The scope's items under ``namespace_prefix`` whose values pass ``filter``
+        (``{field: value}`` or ``{field: {"$gt": value}}``, ``$eq $ne $gt $gte $lt $lte``):
+        by relevance to ``query`` (``score``), else most recently updated first."""
+        body = body_of(
+            user_id=user_id,
+            app_id=app_id,
+            session_id=session_id,
+            namespace_prefix=list(namespace_prefix),
+            query=query,
+            limit=limit,
+            offset=offset,
+        )
+        if filter:
+            body["filter"] = to_json(filter)  # a null to match is the caller's
+        return self._run(Call("POST", f"{V1}/items/search", body, ItemPage))
+
+    def list_item_namespaces(
+        self,
+        user_id: int,
+        *,
+        app_id: str | None = None,
+        session_id: str | None = None,
+        prefix: Sequence[str] | None = None,
+        suffix: Sequence[str] | None = None,
+        max_depth: int | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> ItemNamespaces:
+        """The distinct namespaces of the scope's items (``"*"`` in ``prefix`` or
+        ``suffix``: any one label), cut to ``max_depth`` labels, sorted."""
+        return self._read(
+            "items/namespaces",
+            ItemNamespaces,
+            user_id=user_id,
+            app_id=app_id,
+            session_id=session_id,
+            prefix=list(prefix) if prefix is not None else None,
+            suffix=list(suffix) if suffix is not None else None,
+            max_depth=max_depth,
+            limit=limit,
+            offset=offset,
         )
 
     def task(self, task_id: str) -> TaskStatus:

@@ -86,6 +86,8 @@ class Call(Generic[T]):
     poll_s: float = 60.0
     poll_every_s: float = 0.2
     check: Callable[[T], None] | None = None  # may raise on a settled answer (a failed task)
+    part: str | None = None  # ``model`` reads ``data[part]`` (``items/get``'s ``item``)
+    none_if_missing: bool = False  # 40401 answers None (a lookup by key: absent is an answer)
 
 
 def new_request_id() -> str:
@@ -97,6 +99,12 @@ def body_of(**fields: object) -> JsonObject:
     absent field is the API's default)."""
     rendered: JsonObject = to_jsonable_python(fields, exclude_none=True)
     return {k: _drop_none(v) for k, v in rendered.items() if v is not None}
+
+
+def to_json(value: object) -> JsonValue:
+    """``value`` as JSON exactly (a ``None`` inside it kept: an item's value is the
+    caller's)."""
+    return cast(JsonValue, to_jsonable_python(value))
 
 
 def _drop_none(value: JsonValue) -> JsonValue:
@@ -130,6 +138,8 @@ def answer_of(call: Call[T], resp: httpx.Response) -> T:
             resp.status_code,
         )
     env = Envelope[Any].model_validate(raw)
+    if env.code == 40401 and call.none_if_missing:
+        return cast(T, None)
     if env.code != 0:
         data = env.data
         request_id = data.get("request_id") if isinstance(data, dict) else None
@@ -143,10 +153,13 @@ def answer_of(call: Call[T], resp: httpx.Response) -> T:
             retry_after=retry_after_s(resp.headers.get("retry-after")),
         )
     found: T
+    data = env.data
+    if call.part is not None and isinstance(data, dict):
+        data = data.get(call.part)
     if isinstance(call.model, type) and issubclass(call.model, BaseModel):
-        found = call.model.model_validate(env.data)
+        found = call.model.model_validate(data)
     else:
-        found = cast(T, env.data)  # no model: the call's T is the JSON data as it came
+        found = cast(T, data)  # no model: the call's T is the JSON data as it came
     if call.check is not None:
         call.check(found)
     return found

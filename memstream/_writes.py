@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Literal
 
-from memstream._transport import V1, Call, Runner, body_of
+from memstream._transport import V1, Call, Runner, body_of, new_request_id, to_json
 from memstream.schemas.enums import Level, MemType, Ownership
 from memstream.schemas.events import Message, Strategy
 from memstream.schemas.responses import (
@@ -17,6 +17,7 @@ from memstream.schemas.responses import (
     Deleted,
     EntityUpdated,
     ExportStarted,
+    ItemPut,
     Purged,
     SessionClosed,
     StructuredAdded,
@@ -164,19 +165,29 @@ class Writes(Runner):
             scope=dict(scope) if scope is not None else None,
         )
 
+    def resolve_user(self, external_id: str) -> int:
+        """The user id of ``external_id`` (your own string for a user) in the key's tenant,
+        created on first use (docs/api.md#usersresolve). Resolving again answers the same
+        id, so a retry is harmless."""
+        body = body_of(external_id=external_id)
+        return self._run(Call("POST", f"{V1}/users/resolve", body, None, part="user_id"))
+
     def purge(
         self,
-        user_id: int,
+        user_id: int | None = None,
         *,
+        external_id: str | None = None,
         scope: Mapping[str, object] | None = None,
         request_id: str | None = None,
     ) -> Purged:
-        """Everything of the user (crypto-shredded) or of a scope; admin keys only."""
+        """Everything of the user (crypto-shredded, and its external ids erased) or of a
+        scope; admin keys only. The user by ``user_id`` or ``external_id``, exactly one."""
         return self._write(
             "purge",
             Purged,
             request_id,
             user_id=user_id,
+            external_id=external_id,
             scope=dict(scope) if scope is not None else None,
         )
 
@@ -208,8 +219,39 @@ class Writes(Runner):
             pending=pending,
         )
 
-    def export(self, user_id: int) -> ExportStarted:
-        """Start an export of everything held about the user (admin keys only). Each call
-        starts another, so it is retried on 429 (refused before it ran) but not on 503."""
-        body = body_of(user_id=user_id)
+    def export(
+        self, user_id: int | None = None, *, external_id: str | None = None
+    ) -> ExportStarted:
+        """Start an export of everything held about the user (admin keys only), named by
+        ``user_id`` or ``external_id``. Each call starts another, so it is retried on 429
+        (refused before it ran) but not on 503."""
+        body = body_of(user_id=user_id, external_id=external_id)
         return self._run(Call("POST", f"{V1}/export", body, ExportStarted, idempotent=False))
+
+    def put_item(
+        self,
+        user_id: int,
+        namespace: Sequence[str],
+        key: str,
+        value: Mapping[str, object] | None,
+        *,
+        app_id: str | None = None,
+        session_id: str | None = None,
+        index: Literal[False] | Sequence[str] | None = None,
+        request_id: str | None = None,
+    ) -> ItemPut:
+        """Put the key-value item at ``key`` in ``namespace`` of the scope (``value``
+        None: delete it); answers once durable. ``index``: the value's field paths to
+        embed (None: the whole value, False: not searchable by meaning)."""
+        rid = request_id or new_request_id()
+        body = body_of(
+            user_id=user_id,
+            app_id=app_id,
+            session_id=session_id,
+            namespace=list(namespace),
+            key=key,
+            index=list(index) if index else index,
+            request_id=rid,
+        )
+        body["value"] = to_json(value)  # as given: a null inside it is the caller's
+        return self._run(Call("POST", f"{V1}/items/put", body, ItemPut, request_id=rid))

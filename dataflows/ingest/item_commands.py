@@ -64,7 +64,7 @@ def item_put(writer: Writer, cmd: Command, p: ItemPutPayload, now: datetime) -> 
         if old is not None and old.content == text and old.custom_tags == tags:
             return answer(cmd, batch, ok({"memory_id": memory_id, "op": "none"}))
         if old is None:
-            limit = writer.s.item_limit
+            limit = writer.s.for_app(p.app_id).item_limit
             if sum(1 for r in held.values() if r.app_id == p.app_id) >= limit:
                 scope = f"app '{p.app_id}'" if p.app_id else "GLOBAL"
                 full = f"item limit reached: {limit} items in {scope} (item_limit)"
