@@ -19,6 +19,7 @@ export type {
   SessionCloseOptions,
   UpdateEntityOptions,
   UpdateOptions,
+  UserRef,
   WriteOptions,
 } from "./writes.js";
 export type {

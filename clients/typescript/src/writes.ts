@@ -27,6 +27,14 @@ import type {
   UserId,
 } from "./types.js";
 
+/** A user as purge and export name one: its id, or your own string for it
+ * (`{ externalId }`, docs/api.md#usersresolve). */
+export type UserRef = UserId | { externalId: string };
+
+function userFields(user: UserRef): { user_id: UserId } | { external_id: string } {
+  return typeof user === "object" ? { external_id: user.externalId } : { user_id: user };
+}
+
 export interface WriteOptions {
   /** the idempotency key; default a fresh one per call, reused by its retries */
   requestId?: string;
@@ -158,9 +166,20 @@ export abstract class Writes extends Transport {
     });
   }
 
-  /** Everything of the user (crypto-shredded) or of a scope; admin keys only. */
-  purge(userId: UserId, options: WriteOptions & { scope?: Scope } = {}): Promise<Purged> {
-    return this.write("purge", options.requestId, { user_id: userId, scope: options.scope });
+  /** The user id of `externalId` (your own string for a user) in the key's tenant,
+   * created on first use (docs/api.md#usersresolve). Resolving again answers the same
+   * id, so it is retried like a read. */
+  async resolveUser(externalId: string): Promise<UserId> {
+    const found = await this.read<{ user_id: UserId; created: boolean }>("users/resolve", {
+      external_id: externalId,
+    });
+    return found.user_id;
+  }
+
+  /** Everything of the user (crypto-shredded, its external ids erased) or of a scope;
+   * admin keys only. The user by id or as `{ externalId }`. */
+  purge(user: UserRef, options: WriteOptions & { scope?: Scope } = {}): Promise<Purged> {
+    return this.write("purge", options.requestId, { ...userFields(user), scope: options.scope });
   }
 
   /** Memory on or off for the user (no `appId`: globally, admin keys only) or one app.
@@ -185,13 +204,14 @@ export abstract class Writes extends Transport {
     });
   }
 
-  /** Start an export of everything held about the user (admin keys only). Each call
-   * starts another, so it is retried on 429 (refused before it ran) but not on 503. */
-  export(userId: UserId): Promise<ExportStarted> {
+  /** Start an export of everything held about the user (admin keys only), by id or as
+   * `{ externalId }`. Each call starts another, so it is retried on 429 (refused before
+   * it ran) but not on 503. */
+  export(user: UserRef): Promise<ExportStarted> {
     return this.run({
       method: "POST",
       path: `${V1}/export`,
-      body: { user_id: userId },
+      body: userFields(user),
       idempotent: false,
     });
   }

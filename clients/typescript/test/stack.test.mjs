@@ -262,4 +262,25 @@ describe("against the real stack", { skip: !URL && "MEMSTREAM_API_URL is not set
     assert.ok(purged.crypto_shredded && purged.deleted >= 1);
     assert.equal((await admin.userList(user)).total, 0);
   });
+
+  test("an external id resolves to one user; export and purge take it", { skip: !env.MEMSTREAM_TEST_ADMIN_KEY }, async () => {
+    const admin = new MemstreamClient(URL, { apiKey: env.MEMSTREAM_TEST_ADMIN_KEY });
+    const externalId = `ts-${Date.now()}-${newUser()}`;
+    const user = await memory().resolveUser(externalId);
+    assert.ok(typeof user === "bigint" || user > 0);
+    assert.equal(await admin.resolveUser(externalId), user); // the same, from any key
+    await memory().addStructured(user, "I like go", { appId: APP });
+    const started = await admin.export({ externalId });
+    const done = await admin.waitExport(started.export_id, { timeoutMs: 20_000 });
+    assert.equal(done.status, "done");
+    const purged = await admin.purge({ externalId });
+    assert.ok(purged.crypto_shredded && purged.deleted >= 1);
+    assert.notEqual(await admin.resolveUser(externalId), user); // now a new user
+    await assert.rejects(admin.export({ externalId: `nobody-${newUser()}` }), (err) => {
+      assert.ok(err instanceof ApiError);
+      assert.equal(err.code, 40401);
+      return true;
+    });
+    await assert.rejects(memory().resolveUser(""), (err) => err.code === 40001);
+  });
 });
