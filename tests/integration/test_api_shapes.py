@@ -26,11 +26,13 @@ from recall_api.routes import (
     entities,
     entity_backfill,
     entity_update,
+    items,
     manage,
     privacy,
     profile,
     recall,
     session,
+    users,
 )
 from recall_api.state import api_state
 
@@ -39,8 +41,8 @@ pytestmark = pytest.mark.integration
 REF = "#/components/schemas/"
 ROUTERS = [
     m.router
-    for m in (health, admin, add, recall, manage, privacy, session, console, entities)
-    + (entity_update, entity_backfill, profile, context)
+    for m in (health, admin, add, recall, manage, privacy, session, console, entities, users)
+    + (entity_update, entity_backfill, profile, context, items)
 ]
 
 
@@ -172,7 +174,14 @@ def test_real_answers_validate_against_their_declared_model(
     turn = [{"role": "user", "content": "where does my sister live"}]
     ctx = {"user_id": u, "scope": {"app_id": "shop"}, "messages": turn, "max_chars": 500}
     assert call("POST", "/memory/v1/context", ctx)["data"]["text"]
+    item = {"user_id": u, "app_id": "shop", "namespace": ["notes"], "key": "k"}
+    call("POST", "/memory/v1/items/put", {**item, "value": {"text": "likes tea", "n": None}})
+    call("POST", "/memory/v1/items/get", item)
+    search = {"user_id": u, "app_id": "shop", "query": "tea", "filter": {"n": None}}
+    assert call("POST", "/memory/v1/items/search", search)["data"]["items"]
+    call("POST", "/memory/v1/items/namespaces", {"user_id": u, "app_id": "shop"})
     call("POST", "/memory/v1/switch", {"user_id": u, "app_id": "shop", "enabled": True})
+    call("POST", "/memory/v1/users/resolve", {"external_id": f"shapes-{u}"})
     export_id = call("POST", "/memory/v1/export", {"user_id": u})["data"]["export_id"]
     deadline = time.monotonic() + 30
     while True:  # running, then done with its signed link
