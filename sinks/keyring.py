@@ -159,12 +159,24 @@ class KeyRing:
         once stored, the stored material wins (a master rotation re-wraps it, never
         changes it). For server keys that are no user's (sinks/user_registry.py)."""
         found = self._entry(user_id, tenant).keys.get(key_id)
+        if found is None:  # made by another process since this one looked?
+            found = self._entry(user_id, tenant, refresh=True).keys.get(key_id)
+        if found is None and self._stored(user_id, tenant, key_id):
+            # stored, yet it did not unwrap (its master is gone): never replace it, which
+            # would change what every use of it made (the registry's tokens)
+            raise DecryptionError(f"data key {key_id} does not unwrap; set the previous master")
         if found is None:
             self._insert([self._row(tenant, user_id, key_id, material, datetime.now(UTC))])
             found = self._entry(user_id, tenant, refresh=True).keys.get(key_id)
         if found is None:  # the insert does not land: refuse rather than use an unstored key
             raise DecryptionError(f"could not store the data key {key_id}")
         return found
+
+    def _stored(self, user_id: int, tenant: str, key_id: str) -> bool:
+        where = "tenant_id = {t:String} AND user_id = {u:UInt64} AND key_id = {k:String}"
+        params = {"t": tenant, "u": user_id, "k": key_id}
+        rows = self.ch.query(f"SELECT count() FROM {self._table} WHERE {where}", params)
+        return int(rows[0][0]) > 0
 
     def prefetch(
         self, user_ids: Iterable[int], tenant: str = DEFAULT_TENANT, create: bool = False

@@ -19,6 +19,10 @@ import pytest
 from memstream.schemas.enums import Status
 from memstream.schemas.storage import REGISTRY_TABLE
 from sinks import keystore
+from sinks.crypto import DecryptionError, LegacyCipher
+from sinks.keyring import KeyRing
+from sinks.master_key import LocalMasterKey
+from sinks.user_registry import UserRegistry
 from tests.helpers.api_client import api_client
 from tests.helpers.api_server import running_api
 from tests.helpers.waiting import wait_for
@@ -231,3 +235,19 @@ def test_a_resolve_survives_the_loss_of_the_cache(settings, stores, runtime, ing
     with api_client(s, stores, runtime) as fresh:  # another API process, cold
         got = ok(call(fresh, keys, "app", RESOLVE, {"external_id": ext}))
     assert got == {"user_id": user, "created": False}
+    # a new process's key ring reads the same registry key, so the same token
+    fresh_ring = KeyRing.from_settings(settings, stores.clickhouse)
+    token = UserRegistry(stores.clickhouse, fresh_ring).token("default", ext)
+    assert UserRegistry(stores.clickhouse, fresh_ring).find("default", token) == user
+
+
+def test_a_registry_key_that_does_not_unwrap_is_never_replaced(stores, runtime, http, keys):
+    ok(call(http, keys, "app", RESOLVE, {"external_id": new_external_id()}))  # the key exists
+    other = LocalMasterKey(b"another master secret, not this store's")
+    ring = KeyRing(stores.clickhouse, other, legacy=LegacyCipher(other.secret))
+    with pytest.raises(DecryptionError, match="does not unwrap"):
+        UserRegistry(stores.clickhouse, ring).token("default", "alice")
+    # the stored key is unchanged: the running API still finds its users
+    ext = new_external_id()
+    first = ok(call(http, keys, "app", RESOLVE, {"external_id": ext}))
+    assert ok(call(http, keys, "app", RESOLVE, {"external_id": ext}))["user_id"] == first["user_id"]
