@@ -17,7 +17,7 @@ from core.scope import Branch, TagFilter
 from core.settings import Settings
 from core.timeutil import SECONDS_PER_DAY
 from core.vector_rows import unit
-from memstream.schemas.enums import Level, MemType, Ownership, Status
+from memstream.schemas.enums import KEYED_TYPES, Level, MemType, Ownership, Status
 from memstream.schemas.memory import MemoryRecord
 
 
@@ -71,6 +71,7 @@ def allowed(c: Columns, pred: Scoped, user_id: int, tenant_id: str) -> tuple[np.
         ok &= _isin(c.ownership[:n], Ownership, pred.ownership)
     if pred.mem_type:
         ok &= _isin(c.mem_type[:n], MemType, pred.mem_type)
+    ok &= ~_isin(c.mem_type[:n], MemType, KEYED_TYPES)  # never recalled (none is held here)
     if pred.as_of_ms is None:
         ok &= ~c.invalid[:n]
     # a tag or entity filter, or an as-of read, leaves records to test one by one
