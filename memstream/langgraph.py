@@ -300,6 +300,7 @@ class MemstreamStore(BaseStore):
             lambda c, uid: c.list_item_namespaces(
                 user_id=uid,
                 app_id=scope.app_id,
+                session_id=scope.session_id,
                 prefix=list(prefix) if prefix else None,
                 suffix=list(suffix) if suffix else None,
                 max_depth=op.max_depth,
