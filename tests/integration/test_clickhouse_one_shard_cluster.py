@@ -37,13 +37,13 @@ def seen(tmp_path_factory) -> dict:
 
 
 def test_setup_makes_local_tables_and_distributed_ones_under_the_query_names(seen):
-    from memstream.schemas.storage import TABLES
+    from memstream.schemas.storage import SCHEMA_VERSION, TABLES
 
     assert seen["engines"] == {
         **{t: "Distributed" for t in TABLES},
         **{f"{t}_local": "ReplacingMergeTree" for t in TABLES},
     }
-    assert seen["schema_version"] == 6
+    assert seen["schema_version"] == SCHEMA_VERSION
     # every call carries the read-your-writes settings (memstream/schemas/ch_layout.CLUSTER_SETTINGS)
     assert seen["query_settings"] == [["in_order", True]]
     ddl = [s for s in seen["sent"] if s.startswith(("CREATE", "ALTER", "DROP", "EXCHANGE"))]
