@@ -16,8 +16,12 @@ a function from a namespace to a ``Scope(user, app_id, session_id)``. The defaul
 LangMem's ``("memories", "{user_id}")`` is ``by_position(user=1, app_id=0)``. A user given
 as a string is an external id, resolved once per store to memstream's numeric id
 (``users/resolve``); an int is memstream's id itself. The server keeps the whole namespace
-on each item, so search and list_namespaces answer the caller's own tuples. A search or a
-listing reads one user's items: its prefix must name the user.
+on each item, so search and list_namespaces answer the caller's own tuples.
+
+Reads are of one scope. Each call of the API reads one user's GLOBAL items, one app's or
+one session's, so a search or a listing reads the scope its prefix maps to: its prefix
+must name the user, and under the default map ``("alice",)`` reads alice's GLOBAL items,
+not her apps' (``("alice", "chat")``), whose namespaces are another scope's.
 
 Batches behave as LangGraph's reference stores': the reads of a batch (get, search,
 list_namespaces) see the store as it was before the batch's puts, which follow them, the
@@ -30,6 +34,7 @@ Import this module explicitly; ``import memstream`` does not import LangGraph.
 from __future__ import annotations
 
 import asyncio
+import re
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -345,10 +350,10 @@ class MemstreamStore(BaseStore):
         (the server's default), else these field paths (the put's, else the store's)."""
         if index is False:
             return False
-        fields = list(index) if index is not None else self._fields
+        fields = _paths(index) if index is not None else self._fields
         if fields == []:
             return False  # no field: nothing to embed
-        return None if fields is None or fields == ["$"] else fields
+        return None if fields is None or "$" in fields else fields
 
     def _user_id(self, scope: Scope) -> int:
         return scope.user if isinstance(scope.user, int) else self._users[scope.user]
@@ -356,6 +361,15 @@ class MemstreamStore(BaseStore):
     def resolved_users(self) -> Mapping[str, int]:
         """The external ids this store has resolved so far, to memstream's user ids."""
         return dict(self._users)
+
+    def forget_users(self, *external_ids: str) -> None:
+        """Drop these resolutions (none named: all), so the next call resolves again:
+        after a whole purge the string names a new user (docs/api.md#usersresolve), and a
+        store that kept the old id would write under the purged one."""
+        if not external_ids:
+            self._users.clear()
+        for external_id in external_ids:
+            self._users.pop(external_id, None)
 
     # -- clients -----------------------------------------------------------------------
 
@@ -411,7 +425,27 @@ def _index_config(index: Mapping[str, Any] | None) -> dict[str, Any]:
         isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields)
     ):
         raise ValueError(f"index.fields must be a list of field paths, not {fields!r}")
-    return {"fields": list(fields) if fields is not None else None}
+    return {"fields": _paths(fields) if fields is not None else None}
+
+
+_AT = re.compile(r"\[(\d+)\]")
+
+
+def _paths(paths: Sequence[str]) -> list[str]:
+    """LangGraph's field paths as the server reads them: ``a.b`` and ``list[0]`` (sent as
+    ``list.0``); ``$`` the whole value. Its wildcards (``[*]``, ``*``, ``{a,b}``) and
+    negative indexes would embed nothing there, so they are refused rather than dropped."""
+    out = []
+    for path in paths:
+        dotted = _AT.sub(r".\1", path)
+        if path != "$" and any(c in dotted for c in "[]{}*$"):
+            raise ValueError(
+                f"index path {path!r}: memstream embeds top-level and dotted fields "
+                "('text', 'a.b', 'list[0]'), not wildcards or negative indexes "
+                "(docs/api.md#langgraph-store)"
+            )
+        out.append(dotted)
+    return out
 
 
 def _checked(namespace: Sequence[str]) -> tuple[str, ...]:

@@ -341,6 +341,15 @@ def test_index_fields_of_the_store_and_of_each_put(api_url, key, user_id) -> Non
         store.put(("other",), "doc4", {"key0": "chess openings", "key1": "rome"}, index=["key0"])
         assert store.search(("other",), query="the roman empire")[0].key == "doc3"
         assert store.search(("other",), query="chess strategy")[0].key == "doc4"
+        store.put(
+            ("nested",),
+            "doc6",
+            {"meta": {"title": "deep sea fish"}, "tags": ["x", "coral"]},
+            index=["meta.title", "tags[1]"],
+        )
+        store.put(("nested",), "doc7", {"meta": {"title": "mountain goats"}}, index=["meta.title"])
+        assert store.search(("nested",), query="coral reef")[0].key == "doc6"
+        assert store.search(("nested",), query="goats on a mountain")[0].key == "doc7"
         store.put(("other",), "doc5", {"key0": "ancient rome"}, index=False)
         ranked = store.search(("other",), query="the roman empire")
         assert "doc5" not in {r.key for r in ranked if r.score is not None}
@@ -506,6 +515,15 @@ def test_default_namespaces_are_user_app_session_with_external_ids(api_url, key)
     with MemstreamStore(url=api_url, api_key=key) as other:
         assert other.get((alice, "notes"), "tea") is not None
         assert other.resolved_users()[alice] == ids[alice]
+
+        # a whole purge by the external id: the string names a new user afterwards
+        with Client(api_url, key) as client:
+            client.purge(external_id=alice)
+        assert other.get((alice, "notes"), "tea") is None
+        other.forget_users(alice)
+        other.put((alice, "notes"), "tea", {"text": "a new alice"})
+        assert other.resolved_users()[alice] != ids[alice]
+        assert other.get((alice, "notes"), "tea").value == {"text": "a new alice"}  # type: ignore[union-attr]
 
 
 def test_an_app_key_writes_only_its_apps(api_url, keys) -> None:

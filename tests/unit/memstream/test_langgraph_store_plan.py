@@ -185,12 +185,27 @@ def test_what_is_embedded_follows_the_store_fields_and_each_puts_index() -> None
     store.put(("u", "a"), "2", {"text": "x"}, index=["title", "body"])
     store.put(("u", "a"), "3", {"text": "x"}, index=False)
     store.put(("u", "a"), "3", {"text": "x"}, index=[])
+    store.put(("u", "a"), "6", {"text": "x"}, index=["authors[0].name", "$"])
+    store.put(("u", "a"), "7", {"text": "x"}, index=["authors[0].name", "a.b"])
+    for wildcard in ["items[*].text", "revisions[-1]", "{a,b}", "meta.*"]:
+        with pytest.raises(ValueError, match="not wildcards"):
+            store.put(("u", "a"), "8", {"text": "x"}, index=[wildcard])
+    with pytest.raises(ValueError, match="not wildcards"):
+        MemstreamStore(Recorder(), index={"fields": ["context[*].content"]})  # type: ignore[arg-type]
     store.delete(("u", "a"), "1")
     default, _ = _store()
     default.put(("u", "a"), "4", {"text": "x"})
     default.put(("u", "a"), "5", {"text": "x"}, index=["$"])
     sent = [kw["index"] for name, kw in rec.calls if name == "put_item"]
-    assert sent == [["text"], ["title", "body"], False, False, None]
+    assert sent == [
+        ["text"],
+        ["title", "body"],
+        False,
+        False,
+        None,  # "$": the whole value
+        ["authors.0.name", "a.b"],
+        None,
+    ]
     assert rec.calls[-1][1]["value"] is None  # a delete is a put of None
     assert [kw["index"] for _, kw in default._client.calls[1:]] == [None, None]  # type: ignore[union-attr]
 
