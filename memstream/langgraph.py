@@ -450,7 +450,7 @@ def _paths(paths: Sequence[str]) -> list[str]:
 
 def _checked(namespace: Sequence[str]) -> tuple[str, ...]:
     """LangGraph's own label rules (strings, not empty, no '.'), also for ops handed
-    straight to ``batch``; the server checks its limits (docs/api.md#items)."""
+    straight to ``batch``; the server checks its limits (docs/api.md#key-value-items)."""
     namespace = tuple(namespace)
     for label in namespace:
         if not isinstance(label, str) or not label or "." in label or "\x00" in label:

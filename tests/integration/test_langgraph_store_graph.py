@@ -2,14 +2,17 @@
 ``store=MemstreamStore(...)``, one node writing through ``store.put`` under the user of
 the run's config, the next reading with ``store.search`` (docs/api.md#langgraph-store),
 run synchronously (``batch`` on ``Client``) and asynchronously (``abatch`` on
-``AsyncClient``), against the real API over the session's stack."""
+``AsyncClient``), against the real API over the session's stack; and the example of
+docs/api.md#langgraph-store runs as written."""
 
 from __future__ import annotations
 
 import asyncio
 import operator
+import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, TypedDict
 
 import pytest
@@ -113,3 +116,24 @@ def test_an_async_graph_on_the_async_client(api) -> None:
     out = asyncio.run(run())
     assert out["recalled"][0] == "I moved to Oslo last spring"
     assert len(out["recalled"]) == 2
+
+
+def test_the_documented_example_runs(api) -> None:
+    url, key = api
+    page = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    section = page.split("\n## LangGraph store\n", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    placeholder = 'url="http://127.0.0.1:8000", api_key="msk_…"'
+    assert placeholder in code
+    user = f"alice-{uuid.uuid4().hex}"
+    code = code.replace(placeholder, f"url={url!r}, api_key={key!r}").replace('"alice"', repr(user))
+    scope: dict = {}
+    exec(compile(code, "docs/api.md#langgraph-store", "exec"), scope)
+    store = scope["store"]
+    out = scope["graph"].invoke(
+        {"messages": [("user", "I also play the trumpet")]}, {"configurable": {"user_id": user}}
+    )
+    assert out["messages"][-1].content.startswith("I remember: I also play the trumpet")
+    assert "I love jazz" in out["messages"][-1].content
+    assert len(store.search((user, "assistant"))) == 2
+    store.close()
