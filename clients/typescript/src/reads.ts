@@ -14,6 +14,10 @@ import type {
   ExportStatus,
   History,
   Instant,
+  Item,
+  ItemFound,
+  ItemNamespaces,
+  ItemPage,
   JsonObject,
   Level,
   MemType,
@@ -51,6 +55,31 @@ export interface RecallOptions {
   maxChars?: number;
   /** false: an inspection, not a use (no recall hit is counted; the ranking is the same) */
   recordHit?: boolean;
+}
+
+/** The scope of a key-value item (docs/api.md#key-value-items). */
+export interface ItemScope {
+  appId?: string;
+  sessionId?: string;
+}
+
+export interface ItemSearchOptions extends ItemScope {
+  namespacePrefix?: string[];
+  query?: string;
+  /** `{field: value}` or `{field: {$eq|$ne|$gt|$gte|$lt|$lte: value}}`, all must match */
+  filter?: JsonObject;
+  limit?: number;
+  offset?: number;
+}
+
+export interface ItemNamespacesOptions extends ItemScope {
+  /** labels from the start; `"*"` matches any one */
+  prefix?: string[];
+  /** labels from the end; `"*"` matches any one */
+  suffix?: string[];
+  maxDepth?: number;
+  limit?: number;
+  offset?: number;
 }
 
 /** Which memories a view reads: `appId`'s and (unless `includeGlobal` is false) GLOBAL. */
@@ -237,6 +266,57 @@ export abstract class Reads extends Writes {
       query: options.query,
       max_chars: options.maxChars,
       count_hit: options.countHit,
+    });
+  }
+
+  /** The key-value item at `key` in `namespace` of the scope; null when absent. */
+  async getItem(
+    userId: UserId,
+    namespace: string[],
+    key: string,
+    options: ItemScope = {},
+  ): Promise<Item | null> {
+    try {
+      const found = await this.read<ItemFound>("items/get", {
+        user_id: userId,
+        app_id: options.appId,
+        session_id: options.sessionId,
+        namespace,
+        key,
+      });
+      return found.item;
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 40401) return null;
+      throw err;
+    }
+  }
+
+  /** The scope's items under `namespacePrefix` whose values pass `filter`: by relevance
+   * to `query` (`score`), else most recently updated first. */
+  searchItems(userId: UserId, options: ItemSearchOptions = {}): Promise<ItemPage> {
+    return this.read("items/search", {
+      user_id: userId,
+      app_id: options.appId,
+      session_id: options.sessionId,
+      namespace_prefix: options.namespacePrefix,
+      query: options.query,
+      filter: options.filter,
+      limit: options.limit,
+      offset: options.offset,
+    });
+  }
+
+  /** The distinct namespaces of the scope's items, cut to `maxDepth` labels, sorted. */
+  listItemNamespaces(userId: UserId, options: ItemNamespacesOptions = {}): Promise<ItemNamespaces> {
+    return this.read("items/namespaces", {
+      user_id: userId,
+      app_id: options.appId,
+      session_id: options.sessionId,
+      prefix: options.prefix,
+      suffix: options.suffix,
+      max_depth: options.maxDepth,
+      limit: options.limit,
+      offset: options.offset,
     });
   }
 

@@ -20,7 +20,7 @@ type Open<T extends string> = T | (string & {});
 
 export type Level = "GLOBAL" | "APP" | "SESSION";
 export type Ownership = "USER" | "AGENT";
-export type MemType = Open<"SEMANTIC" | "EPISODIC" | "PROCEDURAL">;
+export type MemType = Open<"SEMANTIC" | "EPISODIC" | "PROCEDURAL" | "ITEM">;
 export type Status = Open<"ACTIVE" | "ARCHIVED" | "DELETED" | "SUPERSEDED">;
 export type OpType = Open<
   "ADD" | "UPDATE" | "DELETE" | "MERGE" | "SUPERSEDE" | "ARCHIVE" | "RESTORE" | "PURGE" | "NONE"
@@ -346,4 +346,36 @@ export interface ExportStatus {
   reason?: string | null;
   url?: string | null;
   expires?: number | null;
+}
+
+/** `items/put` (docs/api.md#key-value-items): `none` is the same value again, or a
+ * delete of an absent key. */
+export interface ItemPut {
+  memory_id: string;
+  op: Open<"put" | "delete" | "none">;
+}
+
+/** A key-value item: its value exactly as put; `score` a search's relevance (null
+ * without a query, or for an item not embedded). */
+export interface Item {
+  namespace: string[];
+  key: string;
+  value: JsonObject;
+  created_at: string;
+  updated_at: string;
+  memory_id: string;
+  score?: number | null;
+}
+
+export interface ItemFound {
+  item: Item;
+}
+
+/** `items/search`: most relevant first with a query, else most recently updated. */
+export interface ItemPage {
+  items: Item[];
+}
+
+export interface ItemNamespaces {
+  namespaces: string[][];
 }

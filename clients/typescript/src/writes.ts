@@ -12,6 +12,7 @@ import type {
   EntityUpdated,
   ExportStarted,
   Instant,
+  ItemPut,
   JsonObject,
   Level,
   MemType,
@@ -84,6 +85,14 @@ export interface SessionCloseOptions extends WriteOptions {
   pending?: boolean;
 }
 
+/** Where an item lives and what of it is embedded (docs/api.md#key-value-items). */
+export interface ItemPutOptions extends WriteOptions {
+  appId?: string;
+  sessionId?: string;
+  /** field paths to embed; `false`: not searchable by meaning; default the whole value */
+  index?: false | string[];
+}
+
 export abstract class Writes extends Transport {
   /** Hand over conversation turns for extraction; answers at once with a task id
    * (`waitTask` waits for it). */
@@ -148,6 +157,26 @@ export abstract class Writes extends Transport {
       type: options.type,
       into: options.into,
       memory_ids: options.memoryIds,
+    });
+  }
+
+  /** Put the key-value item at `key` in `namespace` (`value` null: delete it); resolves
+   * once durable (docs/api.md#key-value-items). */
+  putItem(
+    userId: UserId,
+    namespace: string[],
+    key: string,
+    value: JsonObject | null,
+    options: ItemPutOptions = {},
+  ): Promise<ItemPut> {
+    return this.write("items/put", options.requestId, {
+      user_id: userId,
+      app_id: options.appId,
+      session_id: options.sessionId,
+      namespace,
+      key,
+      value,
+      index: options.index,
     });
   }
 

@@ -263,6 +263,31 @@ describe("against the real stack", { skip: !URL && "MEMSTREAM_API_URL is not set
     assert.equal((await admin.userList(user)).total, 0);
   });
 
+  test("key-value items: put, get, search, namespaces, delete", async () => {
+    const client = memory();
+    const user = newUser();
+    const value = { b: null, a: [1, { c: null }], text: "likes jazz on vinyl" };
+    const put = await client.putItem(user, ["prefs", "music"], "jazz", value, { appId: APP });
+    assert.equal(put.op, "put");
+    assert.match(put.memory_id, /^i_/);
+    const item = await client.getItem(user, ["prefs", "music"], "jazz", { appId: APP });
+    assert.deepEqual(item.value, value);
+    assert.deepEqual(Object.keys(item.value), ["b", "a", "text"]);
+    assert.equal(await client.getItem(user, ["prefs"], "absent", { appId: APP }), null);
+    await client.putItem(user, ["prefs", "food"], "tea", { n: 3 }, { appId: APP, index: false });
+    const ranked = await client.searchItems(user, { appId: APP, query: "jazz records" });
+    assert.equal(ranked.items[0].key, "jazz");
+    assert.equal(typeof ranked.items[0].score, "number");
+    const filtered = await client.searchItems(user, { appId: APP, filter: { n: { $gt: 2 } } });
+    assert.deepEqual(filtered.items.map((i) => i.key), ["tea"]);
+    const names = await client.listItemNamespaces(user, { appId: APP, prefix: ["prefs"] });
+    assert.deepEqual(names.namespaces, [["prefs", "food"], ["prefs", "music"]]);
+    const gone = await client.putItem(user, ["prefs", "music"], "jazz", null, { appId: APP });
+    assert.equal(gone.op, "delete");
+    assert.equal(await client.getItem(user, ["prefs", "music"], "jazz", { appId: APP }), null);
+    await assert.rejects(client.putItem(user, ["a.b"], "k", {}, { appId: APP }), (err) => err.code === 40001);
+  });
+
   test("an external id resolves to one user; export and purge take it", { skip: !env.MEMSTREAM_TEST_ADMIN_KEY }, async () => {
     const admin = new MemstreamClient(URL, { apiKey: env.MEMSTREAM_TEST_ADMIN_KEY });
     const externalId = `ts-${Date.now()}-${newUser()}`;
