@@ -249,6 +249,8 @@ class MemstreamStore(BaseStore):
                 "TTL is not supported by MemstreamStore: items stay until deleted "
                 "(docs/api.md#langgraph-store); put with ttl=None"
             )
+        if op.value is not None and not isinstance(op.value, Mapping):
+            raise TypeError(f"put: a value is a mapping (a JSON object) or None, not {op.value!r}")
         scope = self._scope(namespace, "put")
         value = None if op.value is None else dict(op.value)
         index = None if value is None else self._index_of(op.index)

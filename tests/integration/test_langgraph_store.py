@@ -511,6 +511,11 @@ def test_default_namespaces_are_user_app_session_with_external_ids(api_url, key)
             with pytest.raises(InvalidNamespaceError, match="one user's scope at a time"):
                 call()
 
+        # closing the session leaves its items (a session's items are the agent's own)
+        with Client(api_url, key) as client:
+            client.session_close(ids[alice], "s1", app_id="notes")
+        assert store.get((alice, "notes", "s1"), "trip") is not None
+
     # the external id is durable: another store (another process) finds the same user
     with MemstreamStore(url=api_url, api_key=key) as other:
         assert other.get((alice, "notes"), "tea") is not None

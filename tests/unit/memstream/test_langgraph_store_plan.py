@@ -222,6 +222,8 @@ def test_clear_errors_for_what_memstream_does_not_do() -> None:
         store.batch([PutOp(("u", "a.b"), "k", {"a": 1})])  # straight to batch, still checked
     with pytest.raises(InvalidNamespaceError):
         store.batch([PutOp((), "k", {"a": 1})])
+    with pytest.raises(TypeError, match="a mapping"):
+        store.batch([PutOp(("u", "a"), "k", ["not", "an", "object"])])  # type: ignore[arg-type]
     with pytest.raises(InvalidNamespaceError, match="'\\*' in a label"):
         store.search(("u", "*"))
     assert rec.calls == []
