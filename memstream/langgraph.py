@@ -147,8 +147,10 @@ class MemstreamStore(BaseStore):
         index: Mapping[str, Any] | None = None,
         async_client: AsyncClient | None = None,
     ):
-        if client is not None and (url is not None or api_key is not None):
-            raise ValueError("pass either client (and async_client) or url and api_key")
+        if (client is not None or async_client is not None) and (
+            url is not None or api_key is not None
+        ):
+            raise ValueError("pass either client/async_client or url and api_key, not both")
         self.namespace_map = namespace_map or by_position()
         self.index_config = _index_config(index)
         self._fields: list[str] | None = self.index_config.get("fields")

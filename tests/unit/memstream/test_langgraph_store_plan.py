@@ -213,6 +213,8 @@ def test_what_is_embedded_follows_the_store_fields_and_each_puts_index() -> None
 def test_clear_errors_for_what_memstream_does_not_do() -> None:
     with pytest.raises(ValueError, match="embeds items on the server"):
         MemstreamStore(Recorder(), index={"dims": 3, "embed": lambda t: []})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        MemstreamStore(async_client=AsyncRecorder(Recorder()), url="http://x")  # type: ignore[arg-type]
     store, rec = _store()
     with pytest.raises(NotImplementedError, match="TTL"):
         store.put(("u", "a"), "k", {"a": 1}, ttl=5)
