@@ -169,24 +169,37 @@ def _equal(left: JsonValue | None, right: JsonValue) -> bool:
     return left == right
 
 
+def _is_ops(cond: JsonValue) -> bool:
+    return isinstance(cond, dict) and any(k.startswith("$") for k in cond)
+
+
 def _matches_one(left: JsonValue | None, cond: JsonValue) -> bool:
-    if isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
+    """LangGraph's rule: operators compare; an object matches an object holding those
+    fields (each by this rule); anything else is equal or not."""
+    if isinstance(cond, dict) and _is_ops(cond):
         return all(_compare(left, op, v) for op, v in cond.items())
+    if isinstance(cond, dict):
+        return isinstance(left, dict) and all(_matches_one(left.get(k), v) for k, v in cond.items())
     return _equal(left, cond)
 
 
-def filter_problem(flt: Mapping[str, JsonValue]) -> str | None:
+def filter_problem(flt: Mapping[str, JsonValue], where: str = "filter") -> str | None:
     """Why a search filter cannot be applied (40001), else None."""
     for field, cond in flt.items():
-        if isinstance(cond, dict) and any(k.startswith("$") for k in cond):
+        if not isinstance(cond, dict):
+            continue
+        if _is_ops(cond):
             bad = [k for k in cond if k not in COMPARISONS]
-            if bad or not cond:
-                return f"filter.{field}: unknown operator {bad[0]!r} (use {', '.join(COMPARISONS)})"
+            if bad:
+                ops = ", ".join(COMPARISONS)
+                return f"{where}.{field}: unknown operator {bad[0]!r} (use {ops})"
+        elif (problem := filter_problem(cond, f"{where}.{field}")) is not None:
+            return problem
     return None
 
 
 def matches(value: JsonObject, flt: Mapping[str, JsonValue]) -> bool:
-    """Does ``value`` pass ``flt`` (every top-level field's condition)?"""
+    """Does ``value`` pass ``flt`` (every field's condition)?"""
     return all(_matches_one(value.get(field), cond) for field, cond in flt.items())
 
 

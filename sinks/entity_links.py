@@ -21,17 +21,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memstream.schemas.enums import DERIVED_TYPES
+from memstream.schemas.enums import APART_TYPES
 from memstream.schemas.storage import ENTITIES_TABLE
 from sinks.memory_filter import MemoryFilter
 from sinks.memory_store import MemoryStore
 from sinks.store_model import StoreMeta
 
 _LIVE = "status IN ('ACTIVE', 'ARCHIVED')"
-_DERIVED = ", ".join(f"'{t}'" for t in sorted(DERIVED_TYPES))
+_APART = ", ".join(f"'{t}'" for t in sorted(APART_TYPES))
 # an empty link list is stored as ''; a derived memory (the profile) is memstream's own
-# summary, never the backfill's to link
-_UNLINKED = f"{_LIVE} AND entities = '' AND mem_type NOT IN ({_DERIVED})"
+# summary and an item (docs/architecture.md#key-value-items) an agent's value, never the
+# backfill's to link
+_UNLINKED = f"{_LIVE} AND entities = '' AND mem_type NOT IN ({_APART})"
 ENTITIES_SINCE = 6  # the schema version that added entities: ingest links from then on
 _MARK = "entities_backfill:"  # store_meta key prefix: how far the backfill read a user
 _CURSOR = "(toUnixTimestamp64Milli(created_at), memory_id)"

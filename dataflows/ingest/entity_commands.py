@@ -36,7 +36,7 @@ from dataflows.ingest.items import Applied
 from dataflows.ingest.recorder import Recorder
 from dataflows.ingest.writer import Writer
 from memstream.schemas.commands import Command
-from memstream.schemas.enums import Level, OpSource, Status
+from memstream.schemas.enums import APART_TYPES, Level, OpSource, Status
 from memstream.schemas.errors import ErrorCode
 from memstream.schemas.memory import EntityLink, MemoryRecord
 from memstream.schemas.payloads import (
@@ -273,6 +273,8 @@ def entities_backfill(
             old = found.get(mid)
             if old is None or old.status not in LIVE or old.entities:
                 continue  # gone, or linked since (a second run, an edit)
+            if old.mem_type in APART_TYPES:
+                continue  # a profile or an item: never linked (docs/architecture.md#entities)
             seen.append(mid)
             rec, _ = linked(old, idx, declared_types(writer.s, old.app_id))
             if rec.entities:

@@ -80,6 +80,15 @@ def check_value(value: JsonObject) -> JsonObject:
 
 
 Value = Annotated[JsonObject, AfterValidator(check_value)]
+
+
+def check_filter(flt: JsonObject) -> JsonObject:
+    if json_depth(flt) > MAX_VALUE_DEPTH:
+        raise ValueError(f"filter nested deeper than {MAX_VALUE_DEPTH} levels")
+    return flt
+
+
+Filter = Annotated[JsonObject, AfterValidator(check_filter)]
 # LangGraph's ``index``: null = the whole value; false = not embedded; field paths
 Index = Literal[False] | Annotated[list[FieldPath], Field(min_length=1, max_length=MAX_INDEX_PATHS)]
 
@@ -110,7 +119,7 @@ class ItemGetRequest(_Scoped):
 class ItemSearchRequest(_Scoped):
     namespace_prefix: NamespacePath = Field(default_factory=list)
     query: Annotated[Text, StringConstraints(max_length=4096)] | None = None
-    filter: JsonObject | None = None
+    filter: Filter | None = None
     limit: int = Field(10, ge=1, le=MAX_PAGE, strict=True)
     offset: int = Field(0, ge=0, le=1_000_000, strict=True)
 

@@ -5,6 +5,8 @@ profile; and they are the user's data: delete by id, purge, user/list, not updat
 
 from __future__ import annotations
 
+import json
+import time
 from datetime import timedelta
 
 import pytest
@@ -107,6 +109,15 @@ def test_delete_by_id_update_refused_and_purge(api, runtime, ingest, user_id) ->
     assert got(api, user_id, "a", app_id="p")["code"] == 40401
     # put again after the delete: a new version of the same memory
     assert put(api, user_id, "a", {"v": 4}, app_id="p") == {"memory_id": a, "op": "put"}
+
+    started = api.post(f"{V1}/export", json={"user_id": user_id}).json()["data"]
+    deadline = time.monotonic() + 30
+    while (st := api.get(f"{V1}/export/{started['export_id']}").json()["data"])["status"] != "done":
+        assert time.monotonic() < deadline and st["status"] == "running", st
+        time.sleep(0.1)
+    lines = [json.loads(x) for x in api.get(st["url"]).text.splitlines()]
+    exported = {x["memory_id"]: x for x in lines if x["type"] == "memory"}
+    assert json.loads(exported[a]["content"]) == {"v": 4}  # the value, carried by the export
 
     purged = api.post(f"{V1}/purge", json={"user_id": user_id}).json()
     assert purged["code"] == 0, purged
