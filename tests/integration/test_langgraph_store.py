@@ -34,7 +34,7 @@ from langgraph.store.base import (
 
 from memstream import Client
 from memstream.errors import BadRequest, Unauthenticated
-from memstream.langgraph import MemstreamStore, Scope
+from memstream.langgraph import MemstreamStore, Scope, by_position
 from tests.helpers.api_server import make_key, running_api
 
 pytestmark = pytest.mark.integration
@@ -543,3 +543,25 @@ def test_an_app_key_writes_only_its_apps(api_url, keys) -> None:
             store.put((user,), "k", {"a": 1})  # GLOBAL: only with the global grant
         with pytest.raises(Unauthenticated):
             store.search((user, "billing"))
+
+
+def test_collections_nested_in_an_app_without_sessions(api_url, key) -> None:
+    user = f"user-{uuid.uuid4().hex}"
+    with MemstreamStore(
+        url=api_url, api_key=key, namespace_map=by_position(session_id=None)
+    ) as store:
+        store.put((user, "chat", "profile"), "name", {"text": "Dana"})
+        store.put((user, "chat", "notes"), "tea", {"text": "likes oolong tea"})
+        store.put((user, "chat"), "root", {"text": "top"})
+        assert {i.key for i in store.search((user, "chat"))} == {"name", "tea", "root"}
+        assert [i.key for i in store.search((user, "chat", "notes"))] == ["tea"]
+        assert store.search((user, "chat"), query="which tea?")[0].key == "tea"
+        assert store.list_namespaces(prefix=(user, "chat")) == [
+            (user, "chat"),
+            (user, "chat", "notes"),
+            (user, "chat", "profile"),
+        ]
+        assert store.list_namespaces(prefix=(user, "chat", "*")) == [
+            (user, "chat", "notes"),
+            (user, "chat", "profile"),
+        ]
