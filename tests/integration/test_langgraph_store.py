@@ -251,6 +251,12 @@ def test_search_filters_and_pages(store: MemstreamStore) -> None:
     both = store.search(("test",), filter={"score": {"$gte": 4.0}, "author": {"$ne": "Bob"}})
     assert {i.key for i in both} == {"doc1", "img1"}
     assert store.search(("test",), filter={"author": "Carol"}) == []
+    store.put(("meta",), "m1", {"meta": {"lang": "en", "pages": 12}, "title": "x"})
+    store.put(("meta",), "m2", {"meta": {"lang": "fr", "pages": 3}, "title": "y"})
+    nested = store.search(("meta",), filter={"meta": {"lang": "en"}})
+    assert [i.key for i in nested] == ["m1"]
+    deep_op = store.search(("meta",), filter={"meta": {"pages": {"$lt": 5}}})
+    assert [i.key for i in deep_op] == ["m2"]
 
     # without a query, the most recently updated first; pages do not overlap
     assert len(store.search(("test",), limit=2)) == 2
