@@ -129,10 +129,14 @@ class UserIndex:
     @property
     def nbytes(self) -> int:
         """Footprint for the cache's memory budget: the arrays (matrix, columns,
-        postings), each record's bytes, and ``RECORD_BYTES`` a memory for the rest."""
+        postings), each record's bytes, and ``RECORD_BYTES`` a memory for the rest; the
+        held items (only users with items pay for summing them)."""
         paged = 0 if self.paged is None else self.paged.nbytes
         fixed = INDEX_BYTES + RECORD_BYTES * len(self.columns.ids)
-        return int(self.columns.nbytes + self._blob_bytes + fixed + paged)
+        items = 0
+        if self.items:
+            items = sum(RECORD_BYTES + len(r.content) for r in self.items.values())
+        return int(self.columns.nbytes + self._blob_bytes + fixed + paged + items)
 
     def holds(self, memory_id: str) -> bool:
         """Held here or in ``paged`` (``in`` asks about the ACTIVE ones only)."""
