@@ -88,8 +88,9 @@ NamespaceMap = Callable[[tuple[str, ...]], Scope | tuple[str | int, str | None, 
 
 def by_position(user: int = 0, app_id: int | None = 1, session_id: int | None = 2) -> NamespaceMap:
     """A namespace map reading the user, the app and the session at these label
-    positions; an app or session label the namespace lacks is none (a shorter prefix
-    reads all of them), labels past those read are the caller's own collections."""
+    positions (``None``: never read). An app or session label the namespace lacks is none:
+    ``("alice",)`` is alice's GLOBAL scope, also as a read's prefix (reads are of one
+    scope). Labels past those read are the caller's own collections within the scope."""
 
     def scope_of(namespace: tuple[str, ...]) -> Scope:
         if len(namespace) <= user:
