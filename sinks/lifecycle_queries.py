@@ -34,6 +34,9 @@ _SCAN_COLUMNS = select_list((
 # (ITEM, docs/architecture.md#key-value-items) never decays, expires or counts; its retired
 # versions are purged as every memory's are.
 _OWN = "mem_type NOT IN ('PROFILE', 'ITEM')"
+# The rows that have a vector: every kind but the profile (an item's vector is of its
+# embedded text, docs/architecture.md#key-value-items).
+_VECTORED = "mem_type != 'PROFILE'"
 _DUE = """(
     (status = 'ACTIVE' AND mem_type NOT IN ('PROFILE', 'ITEM') AND (
         (expire_at IS NOT NULL AND expire_at <= {now:DateTime64(3, 'UTC')})
@@ -89,7 +92,7 @@ class LifecycleQueries:
         rows (those that must have a vector) written before ``cutoff_version``."""
         params: dict[str, object] = {"cutoff": cutoff_version}
         where = who.where(
-            params, "status IN ('ACTIVE', 'ARCHIVED')", "version < {cutoff:UInt64}", _OWN
+            params, "status IN ('ACTIVE', 'ARCHIVED')", "version < {cutoff:UInt64}", _VECTORED
         )
         cols = "tenant_id, user_id, memory_id, status"
         return self._pages(cols, where, params, page_size, pause_s)

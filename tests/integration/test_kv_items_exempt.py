@@ -9,6 +9,7 @@ import json
 import time
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from dataflows.lifecycle.scan import run_pass
@@ -126,3 +127,22 @@ def test_delete_by_id_update_refused_and_purge(api, runtime, ingest, user_id) ->
     assert got(api, user_id, "c", session_id="s1")["code"] == 40401
     rows = runtime.memories.load(user_id, tenant="default", mem_types=["ITEM"])
     assert rows and all(r.status is Status.DELETED and not r.content for r in rows)
+
+
+def test_the_reconcile_restores_an_items_vector_of_its_embedded_text(
+    api, runtime, ingest, user_id
+) -> None:
+    value = {"title": "Cello lessons on Tuesdays", "body": "bring the rosin"}
+    mid = put(api, user_id, "cello", value, index=["title"])["memory_id"]
+    runtime.stores.milvus.delete([mid])
+    summary = run_pass(
+        runtime, T0, KafkaVia(runtime.stores, 30), users=[user_id], reconcile_grace_s=0
+    )
+    assert summary["reconciled"]["missing_vectors"] == 1, summary
+    (row,) = runtime.stores.milvus.get([mid], ["vector", "mem_type"])
+    want = runtime.embedder.embed([value["title"]])[0]
+    vec = np.asarray(row["vector"], dtype=np.float32)
+    assert row["mem_type"] == "ITEM"
+    assert float(vec @ want / np.linalg.norm(vec) / np.linalg.norm(want)) > 0.999
+    idx = runtime.cache.get(user_id, tenant="default")  # reloaded: held apart, never searched
+    assert mid not in idx and idx.items is not None and mid in idx.items
