@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -91,6 +92,28 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_of(m: dict[str, Any], user_id: int, request_id: str) -> tuple[str, dict[str, Any]]:
+    """The write that stores exported memory ``m`` again: ``add_structured``, or for a
+    key-value item ``items/put`` of its namespace, key, value and index
+    (docs/architecture.md#key-value-items), so it keeps its key."""
+    tag = (m.get("custom_tags") or {}).get("item")
+    if m.get("mem_type") == "ITEM" and isinstance(tag, dict):
+        body = {k: m[k] for k in ("app_id", "session_id") if m.get(k) is not None}
+        body.update(
+            user_id=user_id,
+            namespace=tag.get("ns"),
+            key=tag.get("key"),
+            value=json.loads(m["content"]),
+            request_id=request_id,
+        )
+        if tag.get("index") is not None:
+            body["index"] = tag["index"]
+        return "/memory/v1/items/put", body
+    body = {k: m[k] for k in KEEP if m.get(k) is not None}
+    body.update(user_id=user_id, request_id=request_id)
+    return "/memory/v1/add_structured", body
+
+
 def run_import(args: argparse.Namespace) -> int:
     try:
         lines = [json.loads(x) for x in args.file.read_text(encoding="utf-8").splitlines() if x]
@@ -109,10 +132,9 @@ def run_import(args: argparse.Namespace) -> int:
     failed = 0
     with _client() as http:
         for i, m in enumerate(memories, 1):
-            body = {k: m[k] for k in KEEP if m.get(k) is not None}
-            body["user_id"] = args.user if args.user is not None else m["user_id"]
-            body["request_id"] = f"import:{m.get('memory_id', i)}"
-            resp = http.post("/memory/v1/add_structured", json=body).json()
+            user = args.user if args.user is not None else m["user_id"]
+            path, body = write_of(m, user, f"import:{m.get('memory_id', i)}")
+            resp = http.post(path, json=body).json()
             if resp.get("code") != 0:
                 failed += 1
                 sys.stderr.write(f"\nline {i}: {resp.get('code')} {resp.get('msg')}\n")

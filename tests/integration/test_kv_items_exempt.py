@@ -15,6 +15,7 @@ import pytest
 from dataflows.lifecycle.scan import run_pass
 from dataflows.lifecycle.submit import KafkaVia
 from memstream.schemas.enums import Status
+from ops.transfer_cmd import write_of
 from tests.helpers.lifecycle import T0, record, seed
 
 pytestmark = pytest.mark.integration
@@ -146,3 +147,20 @@ def test_the_reconcile_restores_an_items_vector_of_its_embedded_text(
     assert float(vec @ want / np.linalg.norm(vec) / np.linalg.norm(want)) > 0.999
     idx = runtime.cache.get(user_id, tenant="default")  # reloaded: held apart, never searched
     assert mid not in idx and idx.items is not None and mid in idx.items
+
+
+def test_an_exported_item_imports_as_an_item(api, runtime, ingest, user_id) -> None:
+    value = {"text": "prefers aisle seats", "n": None}
+    put(api, user_id, "seat", value, app_id="travel", index=["text"])
+    started = api.post(f"{V1}/export", json={"user_id": user_id}).json()["data"]
+    deadline = time.monotonic() + 30
+    while (st := api.get(f"{V1}/export/{started['export_id']}").json()["data"])["status"] != "done":
+        assert time.monotonic() < deadline and st["status"] == "running", st
+        time.sleep(0.1)
+    lines = [json.loads(x) for x in api.get(st["url"]).text.splitlines()]
+    (line,) = [x for x in lines if x["type"] == "memory"]
+    path, body = write_of(line, user_id + 1, "import:1")  # `memstream import --user`
+    assert path.endswith("items/put")
+    assert api.post(path, json=body).json()["data"]["op"] == "put"
+    copy = got(api, user_id + 1, "seat", app_id="travel")["data"]["item"]
+    assert copy["value"] == value
