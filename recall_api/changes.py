@@ -26,6 +26,7 @@ from typing import TypedDict
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from core.kv_items import is_item_id
 from core.logs import log_fields
 from memstream.schemas.events import TOPIC_CHANGES
 from memstream.schemas.json_types import JsonValue
@@ -174,6 +175,8 @@ class ChangesFollower:
         if event.get("origin") == self.own_origin:
             self.skipped_own += 1
             return
+        if is_item_id(str(event.get("memory_id") or "")):
+            return  # an item: no cache here holds one (items are read from the stores)
         if event.get("op") == REFRESH_OP and self._refresh is not None:
             try:
                 fields = _weights(event["weights"])
