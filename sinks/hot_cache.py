@@ -404,6 +404,7 @@ class HotCache:
                     continue
                 if m.mem_type in KEYED_TYPES:  # an item: followed, never searched
                     idx.note_item(m)
+                    changed[key] = idx  # its held items count in its size
                     continue
                 idx.note_status(m)
                 vec = batch.vectors.get(m.memory_id)
