@@ -235,30 +235,36 @@ def list_namespaces(
 
 
 # ------------------------------------------------------------------------------ ranking
+def cosines(query_vector: np.ndarray, vectors: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """The cosine of each vector to the query's."""
+    qn = float(np.linalg.norm(query_vector))
+    out = {}
+    for mid, vec in vectors.items():
+        norm = float(np.linalg.norm(vec)) * qn
+        out[mid] = float(vec @ query_vector) / norm if norm > 0 else 0.0
+    return out
+
+
 def rank(
     views: Sequence[ItemView],
     query: str,
-    query_vector: np.ndarray | None,
-    vectors: Mapping[str, np.ndarray],
+    dense: Mapping[str, float] | None,
     fusion: Fusion,
 ) -> list[tuple[ItemView, float | None]]:
     """``views`` by relevance to ``query``, as recall fuses its channels
-    (``core.ranking.fuse``: the cosine of the item's vector and the query's, and BM25 over
-    the items' embedded texts); the items not embedded (or without a vector yet) follow,
-    most recently updated first, with no score (LangGraph's own store does the same)."""
-    searchable = [v for v in views if v.searchable and v.memory_id in vectors]
+    (``core.ranking.fuse``): ``dense`` the calibrated relevance of each item's vector
+    (None: the lexical channel alone), and BM25 over the items' embedded texts. The items
+    not embedded (or without a vector yet) follow, most recently updated first, with no
+    score (LangGraph's own store does the same)."""
+    searchable = [v for v in views if v.searchable and (dense is None or v.memory_id in dense)]
     lexical = BM25Index()
     for v in searchable:
         lexical.add(v.memory_id, embedded_text(v.value, v.index))
     lex = lexical.normalized(query) if query else {}
-    scored = []
-    for v in searchable:
-        cos = None
-        if query_vector is not None:
-            vec = vectors[v.memory_id]
-            norm = float(np.linalg.norm(vec)) * float(np.linalg.norm(query_vector))
-            cos = float(vec @ query_vector) / norm if norm > 0 else 0.0
-        scored.append((v, fuse(cos, lex.get(v.memory_id), fusion)))
+    scored = [
+        (v, fuse(None if dense is None else dense[v.memory_id], lex.get(v.memory_id), fusion))
+        for v in searchable
+    ]
     scored.sort(key=lambda x: (-x[1], x[0].memory_id))
     held = {v.memory_id for v, _ in scored}
     rest = recent([v for v in views if v.memory_id not in held])

@@ -48,7 +48,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -201,6 +201,19 @@ class Recaller:
             raise ApiError(ErrorCode.RECALL_TIMEOUT, str(exc), EMPTY) from None
         except ScopeError as exc:
             raise ApiError(ErrorCode(exc.code), str(exc), EMPTY) from None
+
+    def dense_relevance(
+        self, query: str, qvec: np.ndarray, cosines: Mapping[str, float], texts: Mapping[str, str]
+    ) -> dict[str, float]:
+        """Each cosine to ``qvec`` as recall's ranking reads it: calibrated against the
+        query's background (``core.calibration``), ``texts`` the memories' words (their
+        script). The key-value items' search ranks with it (docs/api.md#key-value-items)."""
+        bg = background(self._reference @ qvec)
+        q_latin = latin_share(query)
+        return {
+            mid: self.calibration.of_shares(cos, bg, latin_share(texts[mid]), q_latin)
+            for mid, cos in cosines.items()
+        }
 
     def prefetch(self, user_id: int, tenant: str) -> bool:
         """Load a user who is not cached, in the background (``add``, ``session/close``:

@@ -13,6 +13,8 @@ from fastapi import APIRouter, Response
 
 from core.kv_items import (
     ItemView,
+    cosines,
+    embedded_text,
     filter_problem,
     item_id,
     list_namespaces,
@@ -35,7 +37,7 @@ from memstream.schemas.memory import MemoryRecord
 from memstream.schemas.responses import Item, ItemFound, ItemNamespaces, ItemPage, ItemPut
 from recall_api.access import Caller
 from recall_api.commands import send
-from recall_api.deps import CallerDep, ServicesDep
+from recall_api.deps import CallerDep, RecallerDep, ServicesDep
 from recall_api.errors import ApiError, ok
 from recall_api.routes.add import check_switch
 from sinks.services import Services
@@ -105,7 +107,9 @@ def get(body: ItemGetRequest, svc: ServicesDep, caller: CallerDep) -> Response:
 
 
 @router.post("/search", response_model=Envelope[ItemPage])
-def search(body: ItemSearchRequest, svc: ServicesDep, caller: CallerDep) -> Response:
+def search(
+    body: ItemSearchRequest, svc: ServicesDep, caller: CallerDep, recaller: RecallerDep
+) -> Response:
     """Items under ``namespace_prefix`` whose values pass ``filter``: ranked by relevance
     to ``query`` (recall's fusion, ``score`` set), else most recently updated first."""
     flt = body.filter or {}
@@ -118,10 +122,13 @@ def search(body: ItemSearchRequest, svc: ServicesDep, caller: CallerDep) -> Resp
     ranked: list[tuple[ItemView, float | None]]
     if body.query:
         fusion = svc.settings.recall_fusion
-        qvec = svc.embedder.embed_query(body.query) if fusion != "lexical" else None
-        ids = [v.memory_id for v in views if v.searchable]
-        vectors = svc.memories.vectors(ids) if ids else {}
-        ranked = rank(views, body.query, qvec, vectors, fusion)
+        dense = None
+        if fusion != "lexical":
+            qvec = svc.embedder.embed_query(body.query)
+            texts = {v.memory_id: embedded_text(v.value, v.index) for v in views if v.searchable}
+            vectors = svc.memories.vectors(list(texts)) if texts else {}
+            dense = recaller.dense_relevance(body.query, qvec, cosines(qvec, vectors), texts)
+        ranked = rank(views, body.query, dense, fusion)
     else:
         ranked = [(v, None) for v in recent(views)]
     page = ranked[body.offset : body.offset + body.limit]

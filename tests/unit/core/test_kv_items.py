@@ -10,6 +10,7 @@ import pytest
 
 from core.kv_items import (
     ItemView,
+    cosines,
     embedded_text,
     filter_problem,
     item_id,
@@ -110,9 +111,11 @@ def test_ranking_puts_the_relevant_first_and_the_unembedded_last() -> None:
         _view("d", {"t": "cats"}, age=0),  # no vector yet
     ]
     vectors = {"a": np.array([1.0, 0.0]), "b": np.array([0.0, 1.0])}
-    ranked = rank(views, "cats", np.array([1.0, 0.0]), vectors, "hybrid")
+    dense = cosines(np.array([2.0, 0.0]), vectors)
+    assert dense == {"a": pytest.approx(1.0), "b": pytest.approx(0.0)}
+    ranked = rank(views, "cats", dense, "hybrid")
     assert [v.memory_id for v, _ in ranked] == ["a", "b", "d", "c"]
     assert ranked[0][1] == pytest.approx(1.0) and ranked[1][1] is not None
     assert ranked[2][1] is None and ranked[3][1] is None
-    lexical = rank(views, "dogs", None, vectors, "lexical")
-    assert lexical[0][0].memory_id == "b"
+    lexical = rank(views, "dogs", None, "lexical")
+    assert lexical[0][0].memory_id == "b" and lexical[-1][0].memory_id == "c"
