@@ -82,7 +82,7 @@ def embedded_text(value: JsonObject, index: Index) -> str:
     nothing), or "" (``index`` False: the vector says nothing of the value)."""
     if index is None or index is True:
         return value_text(value)
-    if index is False:
+    if index is False or index == []:
         return ""
     found = [_field(value, path) for path in index]
     return "\n".join(_text(n) for n in found if n is not None)
@@ -102,7 +102,7 @@ class ItemView:
 
     @property
     def searchable(self) -> bool:
-        return self.index is not False
+        return self.index is not False and self.index != []
 
 
 def item_tags(namespace: Sequence[str], key: str, index: Index) -> JsonObject:

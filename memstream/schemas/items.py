@@ -89,8 +89,9 @@ def check_filter(flt: JsonObject) -> JsonObject:
 
 
 Filter = Annotated[JsonObject, AfterValidator(check_filter)]
-# LangGraph's ``index``: null = the whole value; false = not embedded; field paths
-Index = Literal[False] | Annotated[list[FieldPath], Field(min_length=1, max_length=MAX_INDEX_PATHS)]
+# LangGraph's ``index``: null = the whole value; false (or no paths) = not embedded;
+# field paths
+Index = Literal[False] | Annotated[list[FieldPath], Field(max_length=MAX_INDEX_PATHS)]
 
 
 class _Body(BaseModel):

@@ -94,7 +94,7 @@ def test_search_by_query_filter_and_recency(api, ingest, user_id) -> None:
     put(api, user_id, ns, "1", {"text": "The user likes hiking in the mountains", "n": 3})
     put(api, user_id, ns, "2", {"text": "The user's cat is called Miso", "n": 7, "tag": "pet"})
     put(api, user_id, ns, "3", {"text": "Prefers dark roast coffee", "n": 5, "tag": "food"})
-    put(api, user_id, ["other"], "4", {"text": "A cat sat on a mat", "n": 9}, index=False)
+    put(api, user_id, ["other"], "4", {"text": "A cat sat on a mat", "n": 9}, index=[])
 
     hits = search(api, user_id, namespace_prefix=ns, query="what is the name of my cat?")
     assert [h["key"] for h in hits][0] == "2"
