@@ -164,3 +164,21 @@ def test_an_exported_item_imports_as_an_item(api, runtime, ingest, user_id) -> N
     assert api.post(path, json=body).json()["data"]["op"] == "put"
     copy = got(api, user_id + 1, "seat", app_id="travel")["data"]["item"]
     assert copy["value"] == value
+
+
+def test_a_scope_delete_takes_the_scopes_items_and_a_session_close_leaves_them(
+    api, ingest, user_id
+) -> None:
+    put(api, user_id, "x", {"v": 1}, app_id="bd")
+    put(api, user_id, "y", {"v": 2}, app_id="keep")
+    put(api, user_id, "z", {"v": 3}, app_id="keep", session_id="s9")
+    closed = api.post(
+        f"{V1}/session/close", json={"user_id": user_id, "app_id": "keep", "session_id": "s9"}
+    ).json()
+    assert closed["code"] == 0 and closed["data"]["dropped"] == [], closed
+    assert got(api, user_id, "z", app_id="keep", session_id="s9")["code"] == 0
+    body = {"user_id": user_id, "scope": {"app_id": "bd"}}
+    deleted = api.post(f"{V1}/batch_delete", json=body).json()
+    assert deleted["code"] == 0 and deleted["data"]["deleted"] == 1, deleted
+    assert got(api, user_id, "x", app_id="bd")["code"] == 40401
+    assert got(api, user_id, "y", app_id="keep")["code"] == 0
