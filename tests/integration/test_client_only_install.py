@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import textwrap
 import venv
 from pathlib import Path
@@ -38,11 +39,9 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def client_venv(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("client-only") / "venv"
-    venv.create(root, with_pip=True)
-    pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-q"]
-    # a resolver that knows the metadata of today's wheels (the venv's own pip may be old)
-    assert _run([*pip, "--upgrade", "pip"], cwd=root).returncode == 0
-    done = _run([*pip, str(REPO)], cwd=root, timeout=600)
+    venv.create(root, with_pip=False)  # this session's pip installs into it (--python)
+    pip = [sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install"]
+    done = _run([*pip, "-q", str(REPO)], cwd=root, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return root
 
