@@ -4,7 +4,8 @@ when it answers, as add_structured), get, search and list namespaces from the st
 An item belongs to one scope: the user's GLOBAL items, an app's, or a session's
 (``session_id``, within ``app_id`` when given). Every read is of that one scope, so one
 app's items never show in another's; an app key reads and writes its own apps' (and
-GLOBAL ones only with the global grant to write).
+GLOBAL ones only with the global grant to write). The memory switch holds for items as
+for recall: a switched-off user or app is 40301 for every call.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def _scope_items(
     """The ACTIVE items of one scope the caller may read (a user's items are bounded by
     ``item_limit`` per scope: read whole, filtered here)."""
     caller.check_app(app_id)
+    check_switch(svc, user_id, app_id, caller.tenant)
     rows = svc.memories.load(
         user_id, statuses=[Status.ACTIVE], mem_types=KEYED_TYPES, tenant=caller.tenant
     )
@@ -97,6 +99,7 @@ async def put(body: ItemPutRequest, svc: ServicesDep, caller: CallerDep) -> Resp
 def get(body: ItemGetRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     caller.check_app(body.app_id)
     t = caller.tenant
+    check_switch(svc, body.user_id, body.app_id, t)
     mid = item_id(t, body.user_id, body.app_id, body.session_id, body.namespace, body.key)
     rows = svc.memories.load(body.user_id, memory_ids=[mid], tenant=t)
     rec = next((r for r in rows if r.status is Status.ACTIVE and caller.can_read(r)), None)

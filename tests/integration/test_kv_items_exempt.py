@@ -182,3 +182,16 @@ def test_a_scope_delete_takes_the_scopes_items_and_a_session_close_leaves_them(
     assert deleted["code"] == 0 and deleted["data"]["deleted"] == 1, deleted
     assert got(api, user_id, "x", app_id="bd")["code"] == 40401
     assert got(api, user_id, "y", app_id="keep")["code"] == 0
+
+
+def test_the_memory_switch_holds_for_items(api, runtime, ingest, user_id) -> None:
+    put(api, user_id, "k", {"v": 1}, app_id="sw")
+    runtime.switches.set(user_id, "sw", False, tenant="default")
+    body = {"user_id": user_id, "namespace": ["mem"], "key": "k", "value": {"v": 2}}
+    assert api.post(f"{V1}/items/put", json={**body, "app_id": "sw"}).json()["code"] == 40301
+    assert got(api, user_id, "k", app_id="sw")["code"] == 40301
+    search = api.post(f"{V1}/items/search", json={"user_id": user_id, "app_id": "sw"}).json()
+    assert search["code"] == 40301
+    assert put(api, user_id, "k", {"v": 3})["op"] == "put"  # GLOBAL: the app's switch only
+    runtime.switches.set(user_id, "sw", True, tenant="default")
+    assert got(api, user_id, "k", app_id="sw")["data"]["item"]["value"] == {"v": 1}
