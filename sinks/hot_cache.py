@@ -231,8 +231,10 @@ class HotCache:
         self, tenant: str, user_ids: list[int]
     ) -> tuple[dict[UserKey, UserIndex], dict[str, dict[str, int]]]:
         """The users' indexes, and every loaded memory's term counts (for the snapshot)."""
-        # every kind: the profiles (derived, never searched) are followed beside the index
-        kinds = list(MemType)
+        # every kind but the items: the profiles (derived, never searched) are followed
+        # beside the index; the items are read by the writer when it first needs them
+        # (``UserIndex.items``), so a recall's cold load never decrypts them
+        kinds = [t for t in MemType if t not in KEYED_TYPES]
         if self.settings is None:
             records = self.store.load_many(
                 user_ids, statuses=[Status.ACTIVE], tenant=tenant, mem_types=kinds
@@ -248,13 +250,9 @@ class HotCache:
             pages = _pager(self.settings)
             records = [r for r in records if r.status is Status.ACTIVE or pages(r)]
         derived: dict[int, dict[str, MemoryRecord]] = {u: {} for u in user_ids}
-        items: dict[int, dict[str, MemoryRecord]] = {u: {} for u in user_ids}
         for r in records:
             if r.mem_type in DERIVED_TYPES:
                 derived[r.user_id][r.memory_id] = r
-            elif r.mem_type in KEYED_TYPES and r.status is Status.ACTIVE:
-                items[r.user_id][r.memory_id] = r
-        # neither a profile nor an item is searched, counted or evicted here
         records = [r for r in records if r.mem_type not in APART_TYPES]
         vectors = self.store.vectors([r.memory_id for r in records]) if records else {}
         dormant = self.store.archived_hashes(user_ids, tenant=tenant)
@@ -267,7 +265,6 @@ class HotCache:
             idx = UserIndex(user_id, self.dim, capacity=max(64, len(recs)), tenant=tenant)
             idx.dormant = dormant.get(user_id, {})
             idx.derived = derived[user_id]
-            idx.items = items[user_id]
             for r in recs:
                 vec = vectors.get(r.memory_id)
                 if vec is not None:  # missing vectors are the reconcile pass's to repair

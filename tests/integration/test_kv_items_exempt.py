@@ -145,8 +145,11 @@ def test_the_reconcile_restores_an_items_vector_of_its_embedded_text(
     vec = np.asarray(row["vector"], dtype=np.float32)
     assert row["mem_type"] == "ITEM"
     assert float(vec @ want / np.linalg.norm(vec) / np.linalg.norm(want)) > 0.999
-    idx = runtime.cache.get(user_id, tenant="default")  # reloaded: held apart, never searched
-    assert mid not in idx and idx.items is not None and mid in idx.items
+    idx = runtime.cache.get(user_id, tenant="default")  # reloaded: items not among its rows
+    assert mid not in idx and idx.items is None  # read by the writer when it first needs them
+    again = put(api, user_id, "cello", value, index=["title"])
+    assert again == {"memory_id": mid, "op": "none"}  # the writer read the stored item
+    assert idx.items is not None and mid in idx.items and mid not in idx
 
 
 def test_an_exported_item_imports_as_an_item(api, runtime, ingest, user_id) -> None:
