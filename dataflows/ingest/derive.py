@@ -58,6 +58,7 @@ from models.profile_summary import PLAN, summary_or_plan
 
 PROFILE_SUMMARY_OP = "profile_summary"
 QUIET = frozenset({OpType.NONE})
+_READ = [t for t in MemType if t not in KEYED_TYPES]  # the memories and the profiles
 BLANKING = frozenset({OpSource.USER, OpSource.ADMIN})
 
 
@@ -100,7 +101,7 @@ def _derive(
         base = {r.memory_id: r for r in idx.records.values()}
     else:
         rows = rt.memories.load(
-            user.user_id, statuses=[Status.ACTIVE], mem_types=list(MemType), tenant=user.tenant
+            user.user_id, statuses=[Status.ACTIVE], mem_types=_READ, tenant=user.tenant
         )
         held = {r.memory_id: r for r in rows if is_derived(r)}
         base = {r.memory_id: r for r in rows if r.mem_type not in APART_TYPES}
