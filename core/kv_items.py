@@ -99,6 +99,8 @@ class ItemView:
     index: Index
     created_at: datetime
     updated_at: datetime
+    app_id: str | None = None  # the item's scope: an app's, a session's, else GLOBAL
+    session_id: str | None = None
 
     @property
     def searchable(self) -> bool:
@@ -129,7 +131,33 @@ def view_of(rec: MemoryRecord) -> ItemView | None:
     if isinstance(index, list):
         idx = [p for p in index if isinstance(p, str)]
     labels = tuple(x for x in ns if isinstance(x, str))
-    return ItemView(rec.memory_id, labels, key, value, idx, rec.created_at, rec.updated_at)
+    return ItemView(
+        rec.memory_id,
+        labels,
+        key,
+        value,
+        idx,
+        rec.created_at,
+        rec.updated_at,
+        rec.app_id or None,
+        rec.session_id or None,
+    )
+
+
+def in_scope(
+    item_app: str | None,
+    item_session: str | None,
+    app_id: str | None,
+    session_id: str | None,
+    subtree: bool,
+) -> bool:
+    """Is an item of scope (``item_app``, ``item_session``) read by a read of scope
+    (``app_id``, ``session_id``)? Exactly that scope; with ``subtree`` also every scope
+    beneath it: GLOBAL covers the user's apps and sessions, an app its sessions, a
+    session itself only (whom the key may read is the caller's check, not this one)."""
+    if not subtree or session_id is not None:
+        return item_app == app_id and item_session == session_id
+    return app_id is None or item_app == app_id
 
 
 def record_text(rec: MemoryRecord) -> str:

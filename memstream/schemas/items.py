@@ -13,7 +13,7 @@ import json
 import math
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 
 from memstream.schemas.json_types import JsonObject, JsonValue
 from memstream.schemas.limits import (
@@ -117,7 +117,14 @@ class ItemGetRequest(_Scoped):
     key: Key
 
 
-class ItemSearchRequest(_Scoped):
+class _Read(_Scoped):
+    """A read of the named scope only, or with ``subtree`` of it and every scope beneath
+    it the key may read (GLOBAL: the user's apps and sessions; an app: its sessions)."""
+
+    subtree: StrictBool = False
+
+
+class ItemSearchRequest(_Read):
     namespace_prefix: NamespacePath = Field(default_factory=list)
     query: Annotated[Text, StringConstraints(max_length=4096)] | None = None
     filter: Filter | None = None
@@ -125,7 +132,7 @@ class ItemSearchRequest(_Scoped):
     offset: int = Field(0, ge=0, le=1_000_000, strict=True)
 
 
-class ItemNamespacesRequest(_Scoped):
+class ItemNamespacesRequest(_Read):
     prefix: NamespacePath | None = None
     suffix: NamespacePath | None = None
     max_depth: int | None = Field(None, ge=1, strict=True)

@@ -495,7 +495,8 @@ class ItemPut(_Data):
 
 class Item(_Data):
     """One key-value item: its value exactly as put; ``score`` the relevance to a
-    search's query (null without one, or for an item not embedded)."""
+    search's query (null without one, or for an item not embedded); ``app_id`` and
+    ``session_id`` its scope (a ``subtree`` search reads several)."""
 
     namespace: list[str]
     key: str
@@ -504,6 +505,8 @@ class Item(_Data):
     updated_at: datetime
     memory_id: str
     score: float | None = None
+    app_id: str | None = None
+    session_id: str | None = None
 
 
 class ItemFound(_Data):

@@ -2,10 +2,13 @@
 when it answers, as add_structured), get, search and list namespaces from the stores.
 
 An item belongs to one scope: the user's GLOBAL items, an app's, or a session's
-(``session_id``, within ``app_id`` when given). Every read is of that one scope, so one
-app's items never show in another's; an app key reads and writes its own apps' (and
-GLOBAL ones only with the global grant to write). The memory switch holds for items as
-for recall: a switched-off user or app is 40301 for every call.
+(``session_id``, within ``app_id`` when given). A read is of the scope it names, so one
+app's items never show in another's; a search or a listing with ``subtree`` also reads
+the scopes beneath it (GLOBAL: every app and session; an app: its sessions), of those
+the key may read. An app key reads and writes its own apps' (and GLOBAL ones only with
+the global grant to write). The memory switch holds for items as for recall: a
+switched-off user or named app is 40301 for every call, and a subtree read leaves out
+the apps switched off beneath it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from core.kv_items import (
     cosines,
     embedded_text,
     filter_problem,
+    in_scope,
     item_id,
     list_namespaces,
     matches,
@@ -34,7 +38,6 @@ from memstream.schemas.items import (
     ItemPutRequest,
     ItemSearchRequest,
 )
-from memstream.schemas.memory import MemoryRecord
 from memstream.schemas.responses import Item, ItemFound, ItemNamespaces, ItemPage, ItemPut
 from recall_api.access import Caller
 from recall_api.commands import send
@@ -59,26 +62,36 @@ def _item(v: ItemView, score: float | None = None) -> Item:
         updated_at=v.updated_at,
         memory_id=v.memory_id,
         score=score,
+        app_id=v.app_id,
+        session_id=v.session_id,
     )
 
 
-def _in_scope(r: MemoryRecord, app_id: str | None, session_id: str | None) -> bool:
-    return (r.app_id or None) == app_id and (r.session_id or None) == session_id
-
-
 def _scope_items(
-    svc: Services, caller: Caller, user_id: int, app_id: str | None, session_id: str | None
+    svc: Services,
+    caller: Caller,
+    user_id: int,
+    app_id: str | None,
+    session_id: str | None,
+    subtree: bool = False,
 ) -> list[ItemView]:
-    """The ACTIVE items of one scope the caller may read (a user's items are bounded by
+    """The ACTIVE items the caller may read of one scope, or with ``subtree`` of it and
+    the scopes beneath it but those of apps switched off (a user's items are bounded by
     ``item_limit`` per scope: read whole, filtered here)."""
     caller.check_app(app_id)
     check_switch(svc, user_id, app_id, caller.tenant)
+    off: frozenset[str] = frozenset()
+    if subtree:
+        off = svc.switches.get(user_id, tenant=caller.tenant).disabled_apps
     rows = svc.memories.load(
         user_id, statuses=[Status.ACTIVE], mem_types=KEYED_TYPES, tenant=caller.tenant
     )
     views = []
     for r in caller.visible(rows):
-        if _in_scope(r, app_id, session_id) and (v := view_of(r)) is not None:
+        app, session = r.app_id or None, r.session_id or None
+        if app in off or not in_scope(app, session, app_id, session_id, subtree):
+            continue
+        if (v := view_of(r)) is not None:
             views.append(v)
     return views
 
@@ -118,7 +131,7 @@ def search(
     flt = body.filter or {}
     if (problem := filter_problem(flt)) is not None:
         raise ApiError(ErrorCode.BAD_PARAMETER, problem)
-    views = _scope_items(svc, caller, body.user_id, body.app_id, body.session_id)
+    views = _scope_items(svc, caller, body.user_id, body.app_id, body.session_id, body.subtree)
     n = len(body.namespace_prefix)
     prefix = tuple(body.namespace_prefix)
     views = [v for v in views if v.namespace[:n] == prefix and matches(v.value, flt)]
@@ -141,7 +154,7 @@ def search(
 @router.post("/namespaces", response_model=Envelope[ItemNamespaces])
 def namespaces(body: ItemNamespacesRequest, svc: ServicesDep, caller: CallerDep) -> Response:
     """The distinct namespaces of the scope's items (LangGraph's ``list_namespaces``)."""
-    views = _scope_items(svc, caller, body.user_id, body.app_id, body.session_id)
+    views = _scope_items(svc, caller, body.user_id, body.app_id, body.session_id, body.subtree)
     found = list_namespaces([v.namespace for v in views], body.prefix, body.suffix, body.max_depth)
     page = found[body.offset : body.offset + body.limit]
     return ok(ItemNamespaces(namespaces=[list(ns) for ns in page]))

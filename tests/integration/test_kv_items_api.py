@@ -156,6 +156,54 @@ def test_namespaces_with_prefix_suffix_and_depth(api, ingest, user_id) -> None:
     assert names(app_id="other-app") == []
 
 
+def test_subtree_reads_the_scope_and_the_scopes_beneath_it(api, runtime, ingest, user_id) -> None:
+    for ns, key, scope in (
+        (["n"], "g", {}),
+        (["n"], "a", {"app_id": "app-a"}),
+        (["n", "s"], "s", {"app_id": "app-a", "session_id": "s1"}),
+        (["m"], "b", {"app_id": "app-b"}),
+    ):
+        assert put(api, user_id, ns, key, {"v": key}, **scope)["code"] == 0
+
+    def keys(**body) -> list[str]:
+        return sorted(i["key"] for i in search(api, user_id, **body))
+
+    def names(**body) -> list[list[str]]:
+        answer = api.post(f"{V1}/items/namespaces", json={"user_id": user_id, **body}).json()
+        assert answer["code"] == 0, answer
+        return answer["data"]["namespaces"]
+
+    assert keys() == ["g"]  # without subtree: the one scope named
+    assert keys(subtree=True) == ["a", "b", "g", "s"]
+    assert keys(subtree=True, namespace_prefix=["n"]) == ["a", "g", "s"]
+    assert keys(subtree=True, app_id="app-a") == ["a", "s"]
+    assert keys(subtree=True, app_id="app-a", session_id="s1") == ["s"]
+    assert keys(subtree=True, query="v", limit=2, offset=1) != []  # ranked across scopes
+    scoped = {i["key"]: (i["app_id"], i["session_id"]) for i in search(api, user_id, subtree=True)}
+    assert scoped == {
+        "g": (None, None),
+        "a": ("app-a", None),
+        "s": ("app-a", "s1"),
+        "b": ("app-b", None),
+    }
+    assert names() == [["n"]]
+    assert names(subtree=True) == [["m"], ["n"], ["n", "s"]]
+    assert names(subtree=True, app_id="app-a", max_depth=1) == [["n"]]
+    assert names(subtree=True, prefix=["n", "*"]) == [["n", "s"]]
+
+    # an app switched off beneath the scope is left out; named, it is 40301
+    runtime.switches.set(user_id, "app-b", False, tenant="default")
+    try:
+        assert keys(subtree=True) == ["a", "g", "s"]
+        assert names(subtree=True) == [["n"], ["n", "s"]]
+        named = {"user_id": user_id, "app_id": "app-b", "subtree": True}
+        assert api.post(f"{V1}/items/search", json=named).json()["code"] == 40301
+    finally:
+        runtime.switches.set(user_id, "app-b", True, tenant="default")
+    bad = api.post(f"{V1}/items/search", json={"user_id": user_id, "subtree": "yes"}).json()
+    assert bad["code"] == 40001, bad
+
+
 @pytest.mark.parametrize(
     "body",
     [

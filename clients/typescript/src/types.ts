@@ -365,6 +365,9 @@ export interface Item {
   updated_at: string;
   memory_id: string;
   score?: number | null;
+  /** the item's scope (a `subtree` search reads several) */
+  app_id?: string | null;
+  session_id?: string | null;
 }
 
 export interface ItemFound {

@@ -13,6 +13,7 @@ from core.kv_items import (
     cosines,
     embedded_text,
     filter_problem,
+    in_scope,
     item_id,
     list_namespaces,
     matches,
@@ -119,3 +120,17 @@ def test_ranking_puts_the_relevant_first_and_the_unembedded_last() -> None:
     assert ranked[2][1] is None and ranked[3][1] is None
     lexical = rank(views, "dogs", None, "lexical")
     assert lexical[0][0].memory_id == "b" and lexical[-1][0].memory_id == "c"
+
+
+def test_a_read_is_of_its_scope_and_with_subtree_of_the_scopes_beneath_it() -> None:
+    scopes = [(None, None), ("a", None), ("a", "s1"), ("b", None), ("b", "s1"), (None, "s9")]
+
+    def read(app: str | None, session: str | None, subtree: bool) -> list[tuple]:
+        return [x for x in scopes if in_scope(x[0], x[1], app, session, subtree)]
+
+    assert read(None, None, False) == [(None, None)]
+    assert read(None, None, True) == scopes
+    assert read("a", None, False) == [("a", None)]
+    assert read("a", None, True) == [("a", None), ("a", "s1")]
+    assert read("a", "s1", True) == [("a", "s1")]  # a session: itself
+    assert read(None, "s9", True) == [(None, "s9")]
