@@ -38,9 +38,13 @@ ExternalId = Annotated[
 
 
 class ResolveUserRequest(BaseModel):
+    """``create`` false: a lookup only, an unknown external id is 40401 and creates
+    nothing (a read path: the cache and the registry, no command)."""
+
     model_config = ConfigDict(extra="forbid")
 
     external_id: ExternalId
+    create: StrictBool = True
 
 
 class ResolvedUser(BaseModel):

@@ -202,6 +202,21 @@ def test_an_unknown_external_id_is_not_found_and_creates_nothing(http, keys):
     assert ok(call(http, keys, "admin", RESOLVE, {"external_id": ext}))["created"] is True
 
 
+def test_a_lookup_only_resolve_finds_and_never_creates(http, keys):
+    ext = new_external_id()
+    lookup = {"external_id": ext, "create": False}
+    for _ in range(2):  # the first lookup created nothing: the second is 40401 too
+        got = call(http, keys, "app", RESOLVE, lookup)
+        assert got["code"] == 40401, got
+    made = ok(call(http, keys, "app", RESOLVE, {"external_id": ext, "create": True}))
+    assert made["created"] is True  # the lookups left no user behind
+    found = ok(call(http, keys, "admin", RESOLVE, lookup))
+    assert found == {"user_id": made["user_id"], "created": False}
+    assert call(http, keys, "t2_admin", RESOLVE, lookup)["code"] == 40401  # another tenant's
+    bad = call(http, keys, "app", RESOLVE, {"external_id": ext, "create": "no"})
+    assert bad["code"] == 40001 and "create" in bad["msg"], bad
+
+
 def test_export_by_external_id(http, keys):
     ext = new_external_id()
     user = ok(call(http, keys, "admin", RESOLVE, {"external_id": ext}))["user_id"]
