@@ -278,10 +278,14 @@ class Reads(Runner):
         filter: Mapping[str, object] | None = None,
         limit: int | None = None,
         offset: int | None = None,
+        subtree: bool = False,
     ) -> ItemPage:
         """The scope's items under ``namespace_prefix`` whose values pass ``filter``
         (``{field: value}`` or ``{field: {"$gt": value}}``, ``$eq $ne $gt $gte $lt $lte``):
-        by relevance to ``query`` (``score``), else most recently updated first."""
+        by relevance to ``query`` (``score``), else most recently updated first.
+        ``subtree``: also the scopes beneath it the key may read (GLOBAL: every app's
+        and session's; an app: its sessions'); each item names its ``app_id`` and
+        ``session_id``."""
         body = body_of(
             user_id=user_id,
             app_id=app_id,
@@ -290,6 +294,7 @@ class Reads(Runner):
             query=query,
             limit=limit,
             offset=offset,
+            subtree=True if subtree else None,
         )
         if filter:
             body["filter"] = to_json(filter)  # a null to match is the caller's
@@ -306,9 +311,11 @@ class Reads(Runner):
         max_depth: int | None = None,
         limit: int | None = None,
         offset: int | None = None,
+        subtree: bool = False,
     ) -> ItemNamespaces:
         """The distinct namespaces of the scope's items (``"*"`` in ``prefix`` or
-        ``suffix``: any one label), cut to ``max_depth`` labels, sorted."""
+        ``suffix``: any one label), cut to ``max_depth`` labels, sorted; ``subtree``:
+        also of the scopes beneath it the key may read, as ``search_items``."""
         return self._read(
             "items/namespaces",
             ItemNamespaces,
@@ -320,6 +327,7 @@ class Reads(Runner):
             max_depth=max_depth,
             limit=limit,
             offset=offset,
+            subtree=True if subtree else None,
         )
 
     def task(self, task_id: str) -> TaskStatus:

@@ -165,11 +165,12 @@ class Writes(Runner):
             scope=dict(scope) if scope is not None else None,
         )
 
-    def resolve_user(self, external_id: str) -> int:
+    def resolve_user(self, external_id: str, create: bool = True) -> int:
         """The user id of ``external_id`` (your own string for a user) in the key's tenant,
         created on first use (docs/api.md#usersresolve). Resolving again answers the same
-        id, so a retry is harmless."""
-        body = body_of(external_id=external_id)
+        id, so a retry is harmless. ``create=False`` only looks it up: an unknown
+        external id raises ``NotFound`` (40401) and creates nothing."""
+        body = body_of(external_id=external_id, create=None if create else False)
         return self._run(Call("POST", f"{V1}/users/resolve", body, None, part="user_id"))
 
     def purge(

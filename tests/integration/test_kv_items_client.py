@@ -114,6 +114,47 @@ def test_app_keys_see_their_own_apps_items_only(connect, api_url, keys, user_id)
     assert other.search_items(user_id, app_id="appA").items == []
 
 
+def test_a_subtree_read_by_an_app_key_leaves_other_apps_out(
+    connect, api_url, keys, user_id
+) -> None:
+    admin = connect(api_url, keys.admin)
+    for ns, key, app, session in (
+        (["n"], "global", None, None),
+        (["n"], "a", "appA", None),
+        (["n", "s"], "a-s1", "appA", "s1"),
+        (["n"], "b", "appB", None),
+        (["n", "s"], "b-s1", "appB", "s1"),
+    ):
+        admin.put_item(user_id, ns, key, {"v": key}, app_id=app, session_id=session)
+    a, b = connect(api_url, keys.app_a), connect(api_url, keys.app_b)
+
+    def keys_of(page) -> list[str]:
+        return sorted(i.key for i in page.items)
+
+    # from GLOBAL: the GLOBAL items and the key's own apps' and sessions', never appB's
+    assert keys_of(a.search_items(user_id, subtree=True)) == ["a", "a-s1", "global"]
+    assert keys_of(a.search_items(user_id, ["n", "s"], subtree=True)) == ["a-s1"]
+    assert keys_of(a.search_items(user_id, subtree=True, query="b-s1")) == ["a", "a-s1", "global"]
+    assert keys_of(b.search_items(user_id, subtree=True)) == ["b", "b-s1", "global"]
+    assert keys_of(admin.search_items(user_id, subtree=True)) == [
+        "a",
+        "a-s1",
+        "b",
+        "b-s1",
+        "global",
+    ]
+    assert keys_of(a.search_items(user_id, app_id="appA", subtree=True)) == ["a", "a-s1"]
+    assert a.list_item_namespaces(user_id, subtree=True).namespaces == [["n"], ["n", "s"]]
+    session = a.search_items(user_id, app_id="appA", session_id="s1", subtree=True).items
+    assert [(i.key, i.app_id, i.session_id) for i in session] == [("a-s1", "appA", "s1")]
+    with pytest.raises(Unauthenticated):  # another app's subtree: refused, not emptied
+        a.search_items(user_id, app_id="appB", subtree=True)
+    with pytest.raises(Unauthenticated):
+        a.list_item_namespaces(user_id, app_id="appB", subtree=True)
+    other = connect(api_url, keys.other_tenant)
+    assert other.search_items(user_id, subtree=True).items == []
+
+
 @pytest.fixture
 def item_limit_3(runtime):
     """The writer's settings with an item limit of 3 for app ``appL`` (a live setting)."""

@@ -41,3 +41,14 @@ def test_bad_and_unknown_external_ids(connect, api_url, keys) -> None:  # noqa: 
         admin.purge(1, external_id="both")
     with pytest.raises(NotFound):
         admin.export(external_id=f"nobody-{uuid.uuid4()}")
+
+
+def test_a_lookup_only_resolve_user(connect, api_url, keys) -> None:  # noqa: F811
+    app = connect(api_url, keys.app)
+    ext = f"client-lookup-{uuid.uuid4()}"
+    with pytest.raises(NotFound):
+        app.resolve_user(ext, create=False)
+    with pytest.raises(NotFound):  # the lookup created nothing
+        app.resolve_user(ext, create=False)
+    user = app.resolve_user(ext)
+    assert app.resolve_user(ext, create=False) == user

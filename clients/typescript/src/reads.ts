@@ -65,6 +65,9 @@ export interface ItemScope {
 
 export interface ItemSearchOptions extends ItemScope {
   namespacePrefix?: string[];
+  /** also the scopes beneath this one the key may read (GLOBAL: every app's and
+   * session's; an app: its sessions'); each item names its `app_id` and `session_id` */
+  subtree?: boolean;
   query?: string;
   /** `{field: value}` or `{field: {$eq|$ne|$gt|$gte|$lt|$lte: value}}`, all must match */
   filter?: JsonObject;
@@ -80,6 +83,8 @@ export interface ItemNamespacesOptions extends ItemScope {
   maxDepth?: number;
   limit?: number;
   offset?: number;
+  /** also the namespaces of the scopes beneath this one the key may read */
+  subtree?: boolean;
 }
 
 /** Which memories a view reads: `appId`'s and (unless `includeGlobal` is false) GLOBAL. */
@@ -303,6 +308,7 @@ export abstract class Reads extends Writes {
       filter: options.filter,
       limit: options.limit,
       offset: options.offset,
+      subtree: options.subtree || undefined,
     });
   }
 
@@ -317,6 +323,7 @@ export abstract class Reads extends Writes {
       max_depth: options.maxDepth,
       limit: options.limit,
       offset: options.offset,
+      subtree: options.subtree || undefined,
     });
   }
 

@@ -197,10 +197,12 @@ export abstract class Writes extends Transport {
 
   /** The user id of `externalId` (your own string for a user) in the key's tenant,
    * created on first use (docs/api.md#usersresolve). Resolving again answers the same
-   * id, so it is retried like a read. */
-  async resolveUser(externalId: string): Promise<UserId> {
+   * id, so it is retried like a read. `{ create: false }` only looks it up: an unknown
+   * external id throws the `ApiError` 40401 and creates nothing. */
+  async resolveUser(externalId: string, options: { create?: boolean } = {}): Promise<UserId> {
     const found = await this.read<{ user_id: UserId; created: boolean }>("users/resolve", {
       external_id: externalId,
+      create: options.create === false ? false : undefined,
     });
     return found.user_id;
   }

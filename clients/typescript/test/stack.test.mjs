@@ -282,6 +282,16 @@ describe("against the real stack", { skip: !URL && "MEMSTREAM_API_URL is not set
     assert.deepEqual(filtered.items.map((i) => i.key), ["tea"]);
     const names = await client.listItemNamespaces(user, { appId: APP, prefix: ["prefs"] });
     assert.deepEqual(names.namespaces, [["prefs", "food"], ["prefs", "music"]]);
+    // subtree: the scope named and those beneath it (here the app's session)
+    await client.putItem(user, ["trips"], "kyoto", { text: "plans Kyoto" }, { appId: APP, sessionId: "s1" });
+    const appOnly = await client.searchItems(user, { appId: APP });
+    assert.deepEqual(appOnly.items.map((i) => i.key).sort(), ["jazz", "tea"]);
+    const below = await client.searchItems(user, { subtree: true });
+    assert.deepEqual(below.items.map((i) => i.key).sort(), ["jazz", "kyoto", "tea"]);
+    const kyoto = below.items.find((i) => i.key === "kyoto");
+    assert.deepEqual([kyoto.app_id, kyoto.session_id], [APP, "s1"]);
+    const allNames = await client.listItemNamespaces(user, { appId: APP, subtree: true });
+    assert.deepEqual(allNames.namespaces, [["prefs", "food"], ["prefs", "music"], ["trips"]]);
     const gone = await client.putItem(user, ["prefs", "music"], "jazz", null, { appId: APP });
     assert.equal(gone.op, "delete");
     assert.equal(await client.getItem(user, ["prefs", "music"], "jazz", { appId: APP }), null);
@@ -294,6 +304,10 @@ describe("against the real stack", { skip: !URL && "MEMSTREAM_API_URL is not set
     const user = await memory().resolveUser(externalId);
     assert.ok(typeof user === "bigint" || user > 0);
     assert.equal(await admin.resolveUser(externalId), user); // the same, from any key
+    assert.equal(await memory().resolveUser(externalId, { create: false }), user);
+    const unknown = `ts-unknown-${newUser()}`;
+    await assert.rejects(memory().resolveUser(unknown, { create: false }), (err) => err.code === 40401);
+    await assert.rejects(memory().resolveUser(unknown, { create: false }), (err) => err.code === 40401);
     await memory().addStructured(user, "I like go", { appId: APP });
     const started = await admin.export({ externalId });
     const done = await admin.waitExport(started.export_id, { timeoutMs: 20_000 });

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from memstream import AsyncClient, Client
-from memstream.errors import BadRequest
+from memstream.errors import BadRequest, NotFound
 from memstream.schemas.responses import Item
 
 ITEM = {
@@ -90,3 +90,35 @@ def test_get_item_is_none_when_absent_sync_and_async() -> None:
             assert (await memory.put_item(7, ["n"], "k", {"v": 1})).op == "put"
 
     asyncio.run(run())
+
+
+def test_subtree_and_a_lookup_only_resolve_are_sent_only_when_asked() -> None:
+    sent: list[tuple[str, dict]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        sent.append((request.url.path, body))
+        if request.url.path.endswith("/users/resolve"):
+            if body.get("create") is False:
+                return httpx.Response(404, json={"code": 40401, "msg": "no user", "data": None})
+            return httpx.Response(
+                200, json={"code": 0, "msg": "ok", "data": {"user_id": 9, "created": True}}
+            )
+        return httpx.Response(200, json=ANSWERS[request.url.path.rstrip("/")])
+
+    http = httpx.Client(base_url="http://api", transport=httpx.MockTransport(answer))
+    with Client(http=http) as memory:
+        memory.search_items(7, subtree=True)
+        memory.search_items(7)
+        memory.list_item_namespaces(7, app_id="a", subtree=True)
+        assert memory.resolve_user("alice") == 9
+        with pytest.raises(NotFound):
+            memory.resolve_user("alice", create=False)
+    bodies = [b for _, b in sent]
+    assert bodies[0] == {"user_id": 7, "namespace_prefix": [], "subtree": True}
+    assert "subtree" not in bodies[1]  # the default is not sent (an older server's body)
+    assert bodies[2] == {"user_id": 7, "app_id": "a", "subtree": True}
+    assert bodies[3] == {"external_id": "alice"} and bodies[4] == {
+        "external_id": "alice",
+        "create": False,
+    }
