@@ -18,10 +18,15 @@ as a string is an external id, resolved once per store to memstream's numeric id
 (``users/resolve``); an int is memstream's id itself. The server keeps the whole namespace
 on each item, so search and list_namespaces answer the caller's own tuples.
 
-Reads are of one scope. Each call of the API reads one user's GLOBAL items, one app's or
-one session's, so a search or a listing reads the scope its prefix maps to: its prefix
-must name the user, and under the default map ``("alice",)`` reads alice's GLOBAL items,
-not her apps' (``("alice", "chat")``), whose namespaces are another scope's.
+Reads cover a prefix's subtree. A search's or a listing's prefix must name the user; under
+a ``by_position`` map a prefix that stops above the app's or the session's label reads the
+scope it names and every scope beneath it the key may read (``items/search`` with
+``subtree``): under the default map ``("alice",)`` finds alice's GLOBAL items and her
+apps' and sessions' (``("alice", "chat", "s1")``), ``("alice", "chat")`` that app's and
+its sessions'. A map of your own reads the one scope a prefix maps to.
+
+A string user is resolved with ``create`` for a put only: a read of an external id that
+names no user yet creates nothing and finds nothing (get None, search and list empty).
 
 Batches behave as LangGraph's reference stores': the reads of a batch (get, search,
 list_namespaces) see the store as it was before the batch's puts, which follow them, the
@@ -60,6 +65,7 @@ except ImportError as exc:  # the client installs without it (docs/operations.md
     ) from exc
 
 from memstream.client import AsyncClient, Client
+from memstream.errors import NotFound
 from memstream.schemas.responses import Item as ApiItem
 from memstream.schemas.responses import ItemNamespaces, ItemPage
 
@@ -89,15 +95,41 @@ NamespaceMap = Callable[[tuple[str, ...]], Scope | tuple[str | int, str | None, 
 def by_position(user: int = 0, app_id: int | None = 1, session_id: int | None = 2) -> NamespaceMap:
     """A namespace map reading the user, the app and the session at these label
     positions (``None``: never read). An app or session label the namespace lacks is none:
-    ``("alice",)`` is alice's GLOBAL scope, also as a read's prefix (reads are of one
-    scope). Labels past those read are the caller's own collections within the scope."""
+    ``("alice",)`` is alice's GLOBAL scope. As a read's prefix, one that lacks a label
+    this map reads (or, in a listing's prefix, has ``*`` there) reads its scope's subtree:
+    ``("alice",)`` every scope of alice's. Labels past those read are the caller's own
+    collections within the scope."""
+    return _Positions(user, app_id, session_id)
 
-    def scope_of(namespace: tuple[str, ...]) -> Scope:
-        if len(namespace) <= user:
-            raise ValueError(f"no user label at position {user}")
-        return Scope(namespace[user], _label(namespace, app_id), _label(namespace, session_id))
 
-    return scope_of
+@dataclass(frozen=True)
+class _Positions:
+    """``by_position``'s map: it knows which labels name a scope, so a read's prefix that
+    stops above one reads the subtree beneath it."""
+
+    user: int
+    app_id: int | None
+    session_id: int | None
+
+    def __call__(self, namespace: tuple[str, ...]) -> Scope:
+        if len(namespace) <= self.user:
+            raise ValueError(f"no user label at position {self.user}")
+        app, session = _label(namespace, self.app_id), _label(namespace, self.session_id)
+        return Scope(namespace[self.user], app, session)
+
+    def prefix_scope(self, prefix: tuple[str, ...], wildcards: bool) -> tuple[Scope, bool]:
+        """The scope a read's ``prefix`` names and whether it reads the subtree beneath
+        (a label of the app or the session is absent, or with ``wildcards`` a ``*``). A
+        session is read within its app: with the app unnamed, the user's whole subtree,
+        the session's label left to the prefix's filter on the namespaces."""
+        scope = self(prefix)
+        app, session = scope.app_id, scope.session_id
+        if wildcards:
+            app = None if app == WILDCARD else app
+            session = None if session == WILDCARD else session
+        no_app = self.app_id is not None and app is None
+        no_session = self.session_id is not None and session is None
+        return Scope(scope.user, app, None if no_app else session), no_app or no_session
 
 
 def _label(namespace: tuple[str, ...], at: int | None) -> str | None:
@@ -113,6 +145,7 @@ class _Step:
     scope: Scope
     send: Callable[[Any, int], Any]
     read: Callable[[Any], Result]
+    empty: Result = None  # a read's result for an external id that names no user yet
 
 
 @dataclass(frozen=True)
@@ -121,8 +154,9 @@ class _Plan:
     reads: list[_Step]
     puts: list[_Step]
 
-    def external_ids(self) -> set[str]:
-        return {s.scope.user for s in (*self.reads, *self.puts) if isinstance(s.scope.user, str)}
+
+def _external_ids(steps: Iterable[_Step]) -> set[str]:
+    return {s.scope.user for s in steps if isinstance(s.scope.user, str)}
 
 
 class MemstreamStore(BaseStore):
@@ -182,11 +216,20 @@ class MemstreamStore(BaseStore):
                 "this MemstreamStore has only an AsyncClient: use the async methods "
                 "(aget, aput, asearch, ...) or pass client= as well"
             )
-        for external_id in plan.external_ids() - self._users.keys():
+        for external_id in sorted(_external_ids(plan.puts) - self._users.keys()):
             self._users[external_id] = client.resolve_user(external_id)
+        unknown: set[str] = set()
+        for external_id in sorted(_external_ids(plan.reads) - self._users.keys()):
+            try:
+                self._users[external_id] = client.resolve_user(external_id, create=False)
+            except NotFound:
+                unknown.add(external_id)
         results: list[Result] = [None] * plan.size
         for step in (*plan.reads, *plan.puts):
-            results[step.slot] = step.read(step.send(client, self._user_id(step.scope)))
+            if step.scope.user in unknown:
+                results[step.slot] = step.empty
+            else:
+                results[step.slot] = step.read(step.send(client, self._user_id(step.scope)))
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -195,15 +238,30 @@ class MemstreamStore(BaseStore):
         if client is None:  # only a sync client: LangGraph's sync stores do the same
             return await asyncio.get_running_loop().run_in_executor(None, self.batch, ops)
         plan = self._plan(ops)
-        missing = sorted(plan.external_ids() - self._users.keys())
+        missing = sorted(_external_ids(plan.puts) - self._users.keys())
         # an AsyncClient's method answers an awaitable (its signature says the answer)
         ids = await _gather([cast(Awaitable[int], client.resolve_user(e)) for e in missing])
         self._users.update(zip(missing, ids, strict=True))
+
+        async def lookup(external_id: str) -> int | None:
+            try:
+                return await cast(Awaitable[int], client.resolve_user(external_id, create=False))
+            except NotFound:
+                return None
+
+        looked = sorted(_external_ids(plan.reads) - self._users.keys())
+        found = await _gather([lookup(e) for e in looked])
+        self._users.update((e, u) for e, u in zip(looked, found, strict=True) if u is not None)
+        unknown = {e for e, u in zip(looked, found, strict=True) if u is None}
         results: list[Result] = [None] * plan.size
         for group in (plan.reads, plan.puts):
-            answers = await _gather([s.send(client, self._user_id(s.scope)) for s in group])
-            for step, answer in zip(group, answers, strict=True):
+            sent = [s for s in group if s.scope.user not in unknown]
+            answers = await _gather([s.send(client, self._user_id(s.scope)) for s in sent])
+            for step, answer in zip(sent, answers, strict=True):
                 results[step.slot] = step.read(answer)
+            for step in group:
+                if step.scope.user in unknown:
+                    results[step.slot] = step.empty
         return results
 
     # -- planning: every op mapped and checked before any call ------------------------
@@ -274,7 +332,7 @@ class MemstreamStore(BaseStore):
 
     def _search(self, slot: int, op: SearchOp) -> _Step:
         prefix = _checked(op.namespace_prefix)
-        scope = self._scope(prefix, "search")
+        scope, subtree = self._read_scope(prefix, "search", wildcards=False)
         query = op.query if op.query and op.query.strip() else None
         return _Step(
             slot,
@@ -288,8 +346,10 @@ class MemstreamStore(BaseStore):
                 filter=op.filter or None,
                 limit=op.limit,
                 offset=op.offset,
+                subtree=subtree,
             ),
             _search_items_of,
+            [],
         )
 
     def _list(self, slot: int, op: ListNamespacesOp) -> _Step:
@@ -303,7 +363,7 @@ class MemstreamStore(BaseStore):
                 suffix = path
             else:
                 raise ValueError(f"unknown match type: {condition.match_type!r}")
-        scope = self._scope(prefix or (), "list_namespaces")
+        scope, subtree = self._read_scope(prefix or (), "list_namespaces", wildcards=True)
         return _Step(
             slot,
             scope,
@@ -316,16 +376,35 @@ class MemstreamStore(BaseStore):
                 max_depth=op.max_depth,
                 limit=op.limit,
                 offset=op.offset,
+                subtree=subtree,
             ),
             _namespaces_of,
+            [],
         )
 
-    def _scope(self, namespace: tuple[str, ...], what: str) -> Scope:
-        """The namespace's ``Scope`` through ``namespace_map``; a namespace that does not
-        map (or names no user: memstream keeps each user's items apart, and searches and
-        lists one user's) is an ``InvalidNamespaceError`` naming it."""
+    def _read_scope(
+        self, prefix: tuple[str, ...], what: str, *, wildcards: bool
+    ) -> tuple[Scope, bool]:
+        """The scope a read's ``prefix`` names and whether it reads the subtree beneath
+        it: under ``by_position``, a prefix stopping above the app's or session's label
+        (``_Positions.prefix_scope``); under a map of one's own, its one scope."""
+        positions = self.namespace_map
+        if not isinstance(positions, _Positions):
+            return self._scope(prefix, what), False
+        scope = self._scope(prefix, what, lambda ns: positions.prefix_scope(ns, wildcards)[0])
+        return scope, positions.prefix_scope(prefix, wildcards)[1]
+
+    def _scope(
+        self,
+        namespace: tuple[str, ...],
+        what: str,
+        mapper: NamespaceMap | None = None,
+    ) -> Scope:
+        """The namespace's ``Scope`` through ``namespace_map`` (or ``mapper``); a namespace
+        that does not map (or names no user: memstream keeps each user's items apart, and
+        searches and lists one user's) is an ``InvalidNamespaceError`` naming it."""
         try:
-            found = self.namespace_map(namespace)
+            found = (mapper or self.namespace_map)(namespace)
             if not isinstance(found, tuple) or not 1 <= len(found) <= 3:
                 raise TypeError(f"namespace_map gave {found!r}, not a Scope")
             scope = Scope(*found)
@@ -343,8 +422,9 @@ class MemstreamStore(BaseStore):
         if WILDCARD in scope:
             raise InvalidNamespaceError(
                 f"{what}: {namespace!r} has '*' in a label that names the user, app or "
-                f"session {scope!r}: memstream reads one user's scope at a time "
-                "(docs/api.md#langgraph-store)"
+                f"session {scope!r}: memstream reads one user's memory at a time, and a '*' "
+                "stands for any app or session only in a list_namespaces prefix under "
+                "by_position (docs/api.md#langgraph-store)"
             )
         return scope
 

@@ -33,7 +33,7 @@ from langgraph.store.base import (
 )
 
 from memstream import Client
-from memstream.errors import BadRequest, Unauthenticated
+from memstream.errors import BadRequest, NotFound, Unauthenticated
 from memstream.langgraph import MemstreamStore, Scope, by_position
 from tests.helpers.api_server import make_key, running_api
 
@@ -494,13 +494,20 @@ def test_default_namespaces_are_user_app_session_with_external_ids(api_url, key)
 
         assert store.get((alice, "notes"), "tea").value == {"text": "likes green tea"}  # type: ignore[union-attr]
         assert store.get((bob, "notes"), "tea").value == {"text": "likes coffee"}  # type: ignore[union-attr]
-        # a read is of one scope: GLOBAL (alice,), the app (alice, notes), a session
-        assert [i.key for i in store.search((alice,))] == ["name"]
-        assert [i.key for i in store.search((alice, "notes"))] == ["tea"]
-        assert [i.key for i in store.search((alice, "notes", "s1"), query="Kyoto")] == ["trip"]
+        # a prefix reads what lies beneath it: (alice,) her GLOBAL items, apps and
+        # sessions; (alice, notes) the app's and its sessions'; a session itself
+        assert {i.key for i in store.search((alice,))} == {"name", "tea", "trip"}
+        assert {i.key for i in store.search((alice, "notes"))} == {"tea", "trip"}
+        assert [i.key for i in store.search((alice, "notes", "s1"))] == ["trip"]
+        assert store.search((alice,), query="a trip to Japan")[0].key == "trip"
         assert [i.key for i in store.search((bob, "notes"), query="Kyoto")] == ["tea"]  # bob's
-        assert store.list_namespaces(prefix=(alice,)) == [(alice,)]
-        assert store.list_namespaces(prefix=(alice, "notes", "s1")) == [(alice, "notes", "s1")]
+        assert store.search((alice,), filter={"text": "Alice"})[0].namespace == (alice,)
+        everything = [(alice,), (alice, "notes"), (alice, "notes", "s1")]
+        assert store.list_namespaces(prefix=(alice,)) == everything
+        assert store.list_namespaces(prefix=(alice, "*")) == everything[1:]  # any app
+        assert store.list_namespaces(prefix=(alice, "notes", "*")) == everything[2:]
+        assert store.list_namespaces(prefix=(alice,), max_depth=2) == everything[:2]
+        assert store.list_namespaces(prefix=(alice, "notes", "s1")) == everything[2:]
 
         # what memstream cannot do: a search or a listing across users
         for call in (
@@ -510,12 +517,8 @@ def test_default_namespaces_are_user_app_session_with_external_ids(api_url, key)
         ):
             with pytest.raises(InvalidNamespaceError, match="names the user"):
                 call()
-        for call in (
-            lambda: store.list_namespaces(prefix=("*", "notes")),
-            lambda: store.list_namespaces(prefix=(alice, "*")),  # across apps
-        ):
-            with pytest.raises(InvalidNamespaceError, match="one user's scope at a time"):
-                call()
+        with pytest.raises(InvalidNamespaceError, match="'\\*' in a label"):
+            store.list_namespaces(prefix=("*", "notes"))
 
         # closing the session leaves its items (a session's items are the agent's own)
         with Client(api_url, key) as client:
@@ -549,6 +552,48 @@ def test_an_app_key_writes_only_its_apps(api_url, keys) -> None:
             store.put((user,), "k", {"a": 1})  # GLOBAL: only with the global grant
         with pytest.raises(Unauthenticated):
             store.search((user, "billing"))
+
+
+def test_a_prefix_search_across_apps_and_sessions_sees_only_the_keys_apps(api_url, keys) -> None:
+    user = f"user-{uuid.uuid4().hex}"
+    with MemstreamStore(url=api_url, api_key=keys["admin"]) as admin:
+        admin.put((user,), "name", {"text": "Dana"})
+        admin.put((user, "notes"), "tea", {"text": "likes oolong tea"})
+        admin.put((user, "notes", "s1"), "trip", {"text": "flies to Lisbon on Friday"})
+        admin.put((user, "billing"), "card", {"text": "pays by card"})
+        admin.put((user, "billing", "s2"), "refund", {"text": "asked for a refund"})
+        assert {i.key for i in admin.search((user,))} == {"name", "tea", "trip", "card", "refund"}
+        assert {i.key for i in admin.search((user, "billing"))} == {"card", "refund"}
+    with MemstreamStore(url=api_url, api_key=keys["notes"]) as store:
+        assert {i.key for i in store.search((user,))} == {"name", "tea", "trip"}
+        assert {i.key for i in store.search((user,), query="refund")} == {"name", "tea", "trip"}
+        assert store.list_namespaces(prefix=(user,)) == [
+            (user,),
+            (user, "notes"),
+            (user, "notes", "s1"),
+        ]
+        assert store.list_namespaces(prefix=(user, "*")) == [(user, "notes"), (user, "notes", "s1")]
+        with pytest.raises(Unauthenticated):
+            store.search((user, "billing"))  # another app's subtree: refused
+        found = asyncio.run(store.asearch((user, "notes"), query="Lisbon"))
+        assert found[0].key == "trip" and found[0].namespace == (user, "notes", "s1")
+
+
+def test_reads_of_an_unknown_external_id_create_no_user(api_url, key) -> None:
+    ghost = f"ghost-{uuid.uuid4().hex}"
+    with MemstreamStore(url=api_url, api_key=key) as store:
+        assert store.get((ghost, "notes"), "k") is None
+        assert store.search((ghost,)) == []
+        assert store.list_namespaces(prefix=(ghost,)) == []
+        assert asyncio.run(store.asearch((ghost, "notes"))) == []
+        assert asyncio.run(store.aget((ghost,), "k")) is None
+        assert ghost not in store.resolved_users()
+        with Client(api_url, key) as client, pytest.raises(NotFound):
+            client.resolve_user(ghost, create=False)  # the reads created nobody
+        store.put((ghost, "notes"), "k", {"text": "now here"})
+        assert [i.key for i in store.search((ghost,))] == ["k"]
+        with Client(api_url, key) as client:
+            assert client.resolve_user(ghost, create=False) == store.resolved_users()[ghost]
 
 
 def test_collections_nested_in_an_app_without_sessions(api_url, key) -> None:

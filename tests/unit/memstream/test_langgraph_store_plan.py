@@ -22,6 +22,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from memstream.errors import NotFound
 from memstream.langgraph import MemstreamStore, Scope, by_position
 from memstream.schemas.responses import Item, ItemNamespaces, ItemPage, ItemPut
 
@@ -37,8 +38,10 @@ class Recorder:
         self.ids: dict[str, int] = {}
         self.items: dict[tuple[int, tuple[str, ...], str], dict[str, Any]] = {}
 
-    def resolve_user(self, external_id: str) -> int:
-        self.calls.append(("resolve_user", {"external_id": external_id}))
+    def resolve_user(self, external_id: str, create: bool = True) -> int:
+        self.calls.append(("resolve_user", {"external_id": external_id, "create": create}))
+        if not create and external_id not in self.ids:
+            raise NotFound(40401, "no user has this external_id in this tenant")
         return self.ids.setdefault(external_id, 1000 + len(self.ids))
 
     def put_item(self, **kw: Any) -> ItemPut:
@@ -138,15 +141,74 @@ def test_search_and_listing_need_a_prefix_naming_the_user() -> None:
         store.list_namespaces()
     with pytest.raises(InvalidNamespaceError, match="names the user"):
         store.list_namespaces(suffix=("x",))
+    with pytest.raises(InvalidNamespaceError, match="'\\*' in a label"):
+        store.list_namespaces(prefix=("*", "app"))  # across users
     assert rec.calls == []  # refused before any call
-    with pytest.raises(InvalidNamespaceError, match="one user's scope at a time"):
-        store.list_namespaces(prefix=("alice", "*"))  # across apps
-    assert rec.calls == []
+    rec.ids["alice"] = 7
     found = store.list_namespaces(prefix=("alice", "app"), suffix=("*", "x"), max_depth=2)
     assert found == [("alice", "app")]
     kw = rec.calls[-1][1]
     assert (kw["app_id"], kw["prefix"], kw["suffix"]) == ("app", ["alice", "app"], ["*", "x"])
-    assert kw["max_depth"] == 2
+    assert kw["max_depth"] == 2 and kw["user_id"] == 7
+
+
+def _read(store: MemstreamStore, rec: Recorder, call: Any) -> tuple[Any, ...]:
+    call(store)
+    kw = rec.calls[-1][1]
+    return kw["app_id"], kw["session_id"], kw["subtree"]
+
+
+def test_a_prefix_above_the_app_or_session_label_reads_the_subtree() -> None:
+    store, rec = _store()
+    rec.ids.update(alice=1, u=2)
+    assert _read(store, rec, lambda s: s.search(("alice",))) == (None, None, True)
+    assert _read(store, rec, lambda s: s.search(("alice", "chat"))) == ("chat", None, True)
+    assert _read(store, rec, lambda s: s.search(("alice", "chat", "s1"))) == ("chat", "s1", False)
+    deeper = lambda s: s.search(("alice", "chat", "s1", "notes"))  # noqa: E731
+    assert _read(store, rec, deeper) == ("chat", "s1", False)
+    assert rec.calls[-1][1]["namespace_prefix"] == ["alice", "chat", "s1", "notes"]
+    # a listing's '*' for the app or the session: the subtree above it, the prefix kept
+    across = lambda s: s.list_namespaces(prefix=("alice", "*"))  # noqa: E731
+    assert _read(store, rec, across) == (None, None, True)
+    assert rec.calls[-1][1]["prefix"] == ["alice", "*"]
+    sessions = lambda s: s.list_namespaces(prefix=("alice", "chat", "*"))  # noqa: E731
+    assert _read(store, rec, sessions) == ("chat", None, True)
+    any_app = lambda s: s.list_namespaces(prefix=("alice", "*", "s1"))  # noqa: E731
+    assert _read(store, rec, any_app) == (None, None, True)  # a session within its app
+    with pytest.raises(InvalidNamespaceError, match="'\\*' in a label"):
+        store.search(("alice", "*"))  # a search's prefix is literal, as in LangGraph
+
+    apps, rec2 = _store(namespace_map=by_position(session_id=None))
+    rec2.ids["u"] = 2
+    assert _read(apps, rec2, lambda s: s.search(("u", "chat"))) == ("chat", None, False)
+    assert _read(apps, rec2, lambda s: s.search(("u",))) == (None, None, True)
+    langmem, rec3 = _store(namespace_map=by_position(user=1, app_id=0, session_id=None))
+    rec3.ids["u"] = 2
+    assert _read(langmem, rec3, lambda s: s.search(("memories", "u"))) == ("memories", None, False)
+    every = lambda s: s.list_namespaces(prefix=("*", "u"))  # noqa: E731
+    assert _read(langmem, rec3, every) == (None, None, True)
+    own, rec4 = _store(namespace_map=lambda ns: Scope(5, "x"))
+    assert _read(own, rec4, lambda s: s.search(())) == ("x", None, False)  # a map of one's own
+
+
+def test_reads_of_an_unknown_external_id_find_nothing_and_create_nothing() -> None:
+    store, rec = _store()
+    assert store.get(("nobody", "a"), "k") is None
+    assert store.search(("nobody",)) == []
+    assert store.list_namespaces(prefix=("nobody",)) == []
+    assert rec.names() == ["resolve_user"] * 3  # looked up each time, never created
+    assert all(kw["create"] is False for _, kw in rec.calls) and "nobody" not in rec.ids
+    store.put(("nobody", "a"), "k", {"v": 1})
+    assert rec.calls[-2] == ("resolve_user", {"external_id": "nobody", "create": True})
+    assert store.get(("nobody", "a"), "k").value == {"v": 1}  # type: ignore[union-attr]
+    assert rec.names()[-2:] == ["put_item", "get_item"]  # resolved once, kept
+
+    # a batch putting for a new user creates it; its reads see the store before the puts
+    rec.calls.clear()
+    got = store.batch([GetOp(("zed", "a"), "k"), PutOp(("zed", "a"), "k", {"v": 2})])
+    assert got == [None, None]
+    assert rec.names() == ["resolve_user", "get_item", "put_item"]
+    assert rec.calls[0][1]["create"] is True
 
 
 def test_a_batch_reads_first_then_puts_the_last_value_of_each_key() -> None:
@@ -176,6 +238,8 @@ def test_a_batch_reads_first_then_puts_the_last_value_of_each_key() -> None:
         2,
     )
     assert rec.calls[-1][1]["value"] == {"v": 2}
+    assert rec.calls[0][1]["create"] is True  # bob is put: resolved to be created
+    assert search["subtree"] is True and rec.calls[3][1]["subtree"] is True  # ("bob",)
     assert store.get(("bob", "a"), "k").value == {"v": 2}  # type: ignore[union-attr]
 
 
@@ -242,6 +306,7 @@ def test_async_batch_on_an_async_client_and_a_sync_only_store_in_a_thread() -> N
 
     asyncio.run(run())
     assert rec.names().count("resolve_user") == 2  # carol, then dan
+    assert "get_item" in rec.names() and "dan" not in rec.ids  # dan looked up, not created
     with pytest.raises(RuntimeError, match="only an AsyncClient"):
         store.get(("carol", "a"), "k")
 
