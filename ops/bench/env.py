@@ -26,6 +26,7 @@ class BenchStack:
     stores: Stores
     runtime: Runtime
     data_dir: Path
+    traces: bool = False  # otel_endpoint set: spans exported while the bench ran
 
 
 @contextlib.contextmanager
@@ -54,7 +55,7 @@ def bench_stack(base: Settings, keep: bool = False, **overrides: Any) -> Iterato
         traced = tracing.setup(settings, "memstream-bench")
         try:
             with open_runtime(settings, topics=True, follow=False) as rt:  # closed before the stack
-                yield BenchStack(settings, rt.stores, rt, data_dir)
+                yield BenchStack(settings, rt.stores, rt, data_dir, traced)
         finally:
             if traced:
                 tracing.install(None)  # flushes what the bench traced

@@ -21,7 +21,6 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from core import tracing
 from core.settings import Settings
 from dataflows.ingest.flow import build_flow
 from dataflows.ingest.shards import WorkerCounts
@@ -193,7 +192,7 @@ def bench_ingest(
             **{f"freshness_{k}_ms": round(v, 1) for k, v in percentiles(lat).items()},
             "freshness_max_ms": round(max(lat, default=0.0), 1),
             "embedder": env.runtime.embedder.name,
-            "traces": tracing.enabled(),  # otel_endpoint set (docs/operations.md#traces)
+            "traces": env.traces,  # otel_endpoint set (docs/operations.md#traces)
             "llm": env.runtime.llm.name,
             "node": {"saturation": node_sat.summary(), "freshness": node_fresh.summary()},
             "series": {

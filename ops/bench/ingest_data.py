@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core import metrics, tracing
+from core import metrics
 from core.seams import EmbedderLike
 from core.settings import Settings
 from memstream.schemas.tenants import DEFAULT_TENANT
@@ -161,7 +161,7 @@ def bench_ingest_data(
         "embedder_batch": bound,
         "memories_per_s_vs_embedder": round(per_s / max(bound["per_s"], 1e-6), 3),
         "embedder": rt.embedder.name,
-        "traces": tracing.enabled(),  # otel_endpoint set (docs/operations.md#traces)
+        "traces": env.traces,  # otel_endpoint set (docs/operations.md#traces)
         "llm": rt.llm.name,
         "node": node.summary(),
     }

@@ -53,7 +53,6 @@ from typing import Any
 
 import uvicorn
 
-from core import tracing
 from core.derived import next_profile, scopes
 from core.hashing import content_hash, stable_id
 from core.settings import Settings
@@ -472,7 +471,7 @@ def bench_recall(
         "fit_cache": fit_cache,
         "traffic": {"zipf": zipf, "session_len": session_len},
         "embedder": env.runtime.embedder.name,
-        "traces": tracing.enabled(),  # otel_endpoint set (docs/operations.md#traces)
+        "traces": env.traces,  # otel_endpoint set (docs/operations.md#traces)
         "auth": auth,
         "context": context,
         "phases": results,
