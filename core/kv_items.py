@@ -293,7 +293,17 @@ def rank(
         (v, fuse(None if dense is None else dense[v.memory_id], lex.get(v.memory_id), fusion))
         for v in searchable
     ]
-    scored.sort(key=lambda x: (-x[1], x[0].memory_id))
+    # ties (a fused relevance saturates at 1) go to the closer vector, then the better
+    # lexical match, so an exact match outranks a near one whatever the ids
+    near = dense or {}
+    scored.sort(
+        key=lambda x: (
+            -x[1],
+            -near.get(x[0].memory_id, 0.0),
+            -lex.get(x[0].memory_id, 0.0),
+            x[0].memory_id,
+        )
+    )
     held = {v.memory_id for v, _ in scored}
     rest = recent([v for v in views if v.memory_id not in held])
     return [(v, s) for v, s in scored] + [(v, None) for v in rest]

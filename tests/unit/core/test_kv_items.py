@@ -134,3 +134,12 @@ def test_a_read_is_of_its_scope_and_with_subtree_of_the_scopes_beneath_it() -> N
     assert read("a", None, True) == [("a", None), ("a", "s1")]
     assert read("a", "s1", True) == [("a", "s1")]  # a session: itself
     assert read(None, "s9", True) == [(None, "s9")]
+
+
+def test_a_tie_at_full_relevance_goes_to_the_closer_vector_then_the_better_words() -> None:
+    same = [_view("a", {"t": "hello"}), _view("b", {"t": "hello"})]
+    ranked = rank(same, "hello", {"a": 1.1, "b": 1.4}, "hybrid")  # both fuse to 1.0
+    assert [v.memory_id for v, _ in ranked] == ["b", "a"] and ranked[0][1] == ranked[1][1]
+    worded = [_view("a", {"t": "other words"}), _view("b", {"t": "hello there"})]
+    ranked = rank(worded, "hello", {"a": 1.2, "b": 1.2}, "hybrid")
+    assert [v.memory_id for v, _ in ranked] == ["b", "a"]
