@@ -1,7 +1,9 @@
 """``memstream mcp``: an MCP server (stdio) that gives an agent its memory as tools.
 
 Tools: ``get_context``, ``add_memory``, ``recall_memories``, ``update_memory``,
-``delete_memory``, ``list_memories``, ``get_profile``, ``list_entities``, ``get_entity``.
+``delete_memory``, ``list_memories``, ``get_profile``, ``list_entities``, ``get_entity``;
+the agent's own key-value items ``put_item``, ``get_item``, ``search_items``
+(docs/api.md#key-value-items); ``resolve_user`` (a string user id to memstream's).
 Each is one call of the HTTP API
 through ``memstream.AsyncClient`` (the API enforces keys, scopes and limits; nothing
 here reads a store), built with the official MCP Python SDK
@@ -39,6 +41,9 @@ from memstream.schemas.responses import (
     Deleted,
     Entities,
     EntityDetail,
+    Item,
+    ItemPage,
+    ItemPut,
     Profile,
     RecallResult,
     StructuredAdded,
@@ -51,6 +56,8 @@ INSTRUCTIONS = (
     "may depend on what you know about the user; call add_memory to keep a durable fact, "
     "preference or instruction the user gave; update_memory or delete_memory when the "
     "user corrects or withdraws one (ids come from recall_memories or list_memories). "
+    "put_item, get_item and search_items keep your own notes as JSON values under a "
+    "namespace and key (a put replaces the key's value; null deletes it); "
     "get_entity tells everything known about a person, place or thing the user names "
     "(list_entities lists them). get_context gives, in one call, who the user is, the "
     "memories relevant to the current turn and the people and things it names, as one "
@@ -61,6 +68,9 @@ UserArg = Annotated[
     int | None, Field(description="the user's id; default: the server's --user-id", ge=0)
 ]
 AppArg = Annotated[str | None, Field(description="the app's id; default: the server's --app-id")]
+NamespaceArg = Annotated[
+    list[str], Field(description='labels naming a collection, e.g. ["notes"] or ["todo", "work"]')
+]
 
 
 def build_server(client: AsyncClient, *, user_id: int | None = None, app_id: str | None = None):
@@ -276,6 +286,90 @@ def build_server(client: AsyncClient, *, user_id: int | None = None, app_id: str
         return await api(
             client.profile(user(user_id), app_id=app(app_id), entity=entity, max_chars=max_chars)
         )
+
+    @server.tool()
+    async def put_item(
+        namespace: NamespaceArg,
+        key: Annotated[str, Field(description="the item's key within the namespace")],
+        value: Annotated[
+            dict[str, Any] | None,
+            Field(description="a JSON object, kept and returned as given; null deletes the item"),
+        ],
+        user_id: UserArg = None,
+        app_id: AppArg = None,
+        session_id: str | None = None,
+    ) -> ItemPut:
+        """Keep (or replace, or with null delete) one of your own notes; durable when this
+        returns. Found again by get_item (its key) or search_items (its meaning)."""
+        return await api(
+            client.put_item(
+                user(user_id),
+                namespace,
+                key,
+                value,
+                app_id=app(app_id),
+                session_id=session_id,
+            )
+        )
+
+    @server.tool()
+    async def get_item(
+        namespace: NamespaceArg,
+        key: str,
+        user_id: UserArg = None,
+        app_id: AppArg = None,
+        session_id: str | None = None,
+    ) -> Item:
+        """The item at this key (a tool error 40401 when there is none)."""
+        found = await api(
+            client.get_item(
+                user(user_id), namespace, key, app_id=app(app_id), session_id=session_id
+            )
+        )
+        if found is None:
+            raise ToolError(f"40401: no item '{key}' in namespace {namespace}")
+        return found
+
+    @server.tool()
+    async def search_items(
+        namespace_prefix: Annotated[
+            list[str], Field(description="the namespace or its first labels; [] for all")
+        ] = [],  # noqa: B006 (the SDK copies defaults into the schema; never mutated)
+        query: Annotated[str | None, Field(description="rank by meaning")] = None,
+        filter: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description='value fields that must match: {"status": "open"} or {"n": {"$gt": 2}}'
+            ),
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 10,
+        user_id: UserArg = None,
+        app_id: AppArg = None,
+        session_id: str | None = None,
+    ) -> ItemPage:
+        """Your items under a namespace prefix, by relevance to the query (else newest first)."""
+        return await api(
+            client.search_items(
+                user(user_id),
+                namespace_prefix,
+                app_id=app(app_id),
+                session_id=session_id,
+                query=query,
+                filter=filter,
+                limit=limit,
+            )
+        )
+
+    @server.tool()
+    async def resolve_user(
+        external_id: Annotated[
+            str, Field(description="the user's id in your system (a name, an email, a UUID)")
+        ],
+        create: Annotated[bool, Field(description="false: only look it up")] = True,
+    ) -> int:
+        """memstream's numeric user id for a string user id, created on first use; pass it
+        as user_id to the other tools."""
+        return await api(client.resolve_user(external_id, create=create))
 
     return server
 

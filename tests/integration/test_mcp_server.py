@@ -28,6 +28,10 @@ TOOLS = {
     "get_entity",
     "get_context",
     "get_profile",
+    "put_item",
+    "get_item",
+    "search_items",
+    "resolve_user",
 }
 
 
@@ -118,5 +122,52 @@ def test_tools_over_a_real_stdio_session(served, user_id) -> None:
             failed, profile = await _call(mcp, "get_profile", user_id=other)
             assert not failed and profile["items"], profile
             assert profile["items"][0]["memory_ids"] == [anna.memory_id], profile
+
+    asyncio.run(session())
+
+
+def test_item_tools_keep_the_agents_notes_and_resolve_a_string_user(served, user_id) -> None:
+    """put_item / get_item / search_items over the items endpoints, for a user named by a
+    string (resolve_user); another app's items stay out of reach (the key's scope)."""
+    url, key = served
+    params = _stdio(url, key, user_id)
+    params.args += ["--app-id", "appA"]
+
+    async def session() -> None:
+        async with McpClient(params, read_timeout_seconds=60) as mcp:
+            failed, uid = await _call(mcp, "resolve_user", external_id=f"mcp-{user_id}")
+            assert not failed, uid
+            uid = uid["result"]
+            failed, again = await _call(mcp, "resolve_user", external_id=f"mcp-{user_id}")
+            assert not failed and again["result"] == uid, again
+            failed, text = await _call(mcp, "resolve_user", external_id="nobody", create=False)
+            assert failed and "40401:" in text, text
+
+            note = {"text": "the user prefers morning meetings", "topic": "calendar"}
+            failed, put = await _call(
+                mcp, "put_item", namespace=["notes"], key="meetings", value=note, user_id=uid
+            )
+            assert not failed and put["op"] == "put", put
+            failed, got = await _call(
+                mcp, "get_item", namespace=["notes"], key="meetings", user_id=uid
+            )
+            assert not failed and got["value"] == note, got
+            failed, page = await _call(
+                mcp, "search_items", namespace_prefix=["notes"], query="when to schedule a call",
+                filter={"topic": "calendar"}, user_id=uid,
+            )  # fmt: skip
+            assert not failed and [i["key"] for i in page["items"]] == ["meetings"], page
+            failed, gone = await _call(
+                mcp, "put_item", namespace=["notes"], key="meetings", value=None, user_id=uid
+            )
+            assert not failed and gone["op"] == "delete", gone
+            failed, text = await _call(
+                mcp, "get_item", namespace=["notes"], key="meetings", user_id=uid
+            )
+            assert failed and "40401:" in text, text
+            failed, text = await _call(
+                mcp, "get_item", namespace=["notes"], key="x", user_id=uid, app_id="appB"
+            )
+            assert failed and "40101:" in text, text  # not this key's app
 
     asyncio.run(session())
