@@ -305,7 +305,7 @@ class MemstreamStore(BaseStore):
         namespace = _checked(op.namespace)
         if not namespace:
             raise InvalidNamespaceError("namespace cannot be empty")
-        if op.ttl is not None:
+        if op.ttl is not None:  # as BaseStore.put answers a store with supports_ttl False
             raise NotImplementedError(
                 "TTL is not supported by MemstreamStore: items stay until deleted "
                 "(docs/api.md#langgraph-store); put with ttl=None"
